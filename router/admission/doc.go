@@ -1,0 +1,41 @@
+// Package admission owns tier admission for the router: per-tier and per-member
+// concurrency ceilings, quiesce/drain/readmit transitions, the rotating member
+// cursor of replica tiers, and the compound tier/member leases that callers hold
+// for the whole life of one upstream request.
+//
+// Three tier shapes are served by one type, TierAdmission:
+//
+//   - direct tiers (KindDirect): one upstream, tier ceiling only, Acquire;
+//   - round-robin replica tiers (KindReplica, StrategyRoundRobin): the cursor
+//     walks the sorted configured membership and skips members that are not
+//     ready, quiesced or at their ceiling, AcquireMember;
+//   - capacity replica tiers (KindReplica, StrategyCapacity): candidates are
+//     built from current counts and ranked by the pure scheduler.Rank, the
+//     resulting immutable scheduler.Decision travels on the lease.
+//
+// # Lock discipline
+//
+// Every TierAdmission owns exactly one sync.Mutex. It guards all mutable state of
+// that tier and of its members: quiesce flags and reasons, active counts,
+// counters, the cursor and the drain wake channel. A Set holds no lock; it is
+// immutable after New. No operation ever holds two tier locks, so there is no
+// lock order to get wrong.
+//
+// Inputs from callers (the readiness and pressure maps) are copied and validated
+// into fixed-size, per-call arrays before the lock is taken, so a caller mutating
+// its map concurrently cannot affect a decision and a malformed map is refused
+// without touching counts or the cursor. Under the lock the package only does
+// arithmetic, builds scheduler.Candidate values and calls the pure
+// scheduler.Rank: no I/O, no clock, no caller callback, no blocking channel
+// operation. The check (quiesce, tier ceiling, member eligibility), the selection
+// and the reservation of tier and member happen in one critical section, so
+// concurrent acquirers can never all observe the same stale count, and the cursor
+// advances only after a reservation succeeded.
+//
+// Drain never waits while holding the lock. A waiter takes the lock, checks its
+// scope, fetches (or creates) the tier's wake channel and unlocks; Release closes
+// that channel under the lock when a member or the tier reaches zero active, and
+// Readmit closes it so a drain of a readmitted scope stops waiting. Waiters then
+// re-check under the lock, so a spurious wake-up is harmless and a context
+// cancellation is honoured at once. Drain never cancels in-flight leases.
+package admission

@@ -1,0 +1,43 @@
+package admission
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors. Callers branch with errors.Is; the wrapped messages add a
+// fixed detail and never echo unvalidated input.
+var (
+	// ErrInvalidSpec refuses a tier specification passed to New.
+	ErrInvalidSpec = errors.New("admission: invalid tier specification")
+	// ErrUnknownTier reports a tier ID that is not configured in the Set.
+	ErrUnknownTier = errors.New("admission: unknown tier")
+	// ErrUnknownMember reports a member ID that is not configured in the tier.
+	ErrUnknownMember = errors.New("admission: unknown member")
+	// ErrWrongKind reports a direct-tier call on a replica tier or the reverse.
+	ErrWrongKind = errors.New("admission: operation does not apply to this tier kind")
+	// ErrQuiesced refuses an acquire because the tier (or every member) is quiesced.
+	ErrQuiesced = errors.New("admission: quiesced")
+	// ErrExhausted refuses an acquire because a ceiling is reached or no member is eligible.
+	ErrExhausted = errors.New("admission: capacity exhausted")
+	// ErrInvalidSnapshot refuses malformed readiness or pressure mappings.
+	ErrInvalidSnapshot = errors.New("admission: invalid member snapshot")
+	// ErrNotQuiesced refuses a drain whose scope is not quiesced (or was readmitted while draining).
+	ErrNotQuiesced = errors.New("admission: scope is not quiesced")
+	// ErrInvalidReason refuses a reason code outside the reason grammar.
+	ErrInvalidReason = errors.New("admission: invalid reason code")
+)
+
+// Detailed refusals, built once so the acquire path never formats under the lock.
+var (
+	errTierQuiesced    = fmt.Errorf("%w: tier quiesced", ErrQuiesced)
+	errMembersQuiesced = fmt.Errorf("%w: every member quiesced", ErrQuiesced)
+	errTierFull        = fmt.Errorf("%w: tier at its ceiling", ErrExhausted)
+	errNoEligible      = fmt.Errorf("%w: no eligible member", ErrExhausted)
+	errNotDirect       = fmt.Errorf("%w: Acquire needs a direct tier, use AcquireMember", ErrWrongKind)
+	errNotReplica      = fmt.Errorf("%w: member operations need a replica tier", ErrWrongKind)
+	errUnknownReady    = fmt.Errorf("%w: readiness names an unconfigured member", ErrInvalidSnapshot)
+	errUnknownPressure = fmt.Errorf("%w: pressure names an unconfigured member", ErrInvalidSnapshot)
+	errReadmitted      = fmt.Errorf("%w: readmitted while draining", ErrNotQuiesced)
+	errNilContext      = errors.New("admission: nil context")
+)

@@ -1,0 +1,46 @@
+package admission_test
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+func Example() {
+	set, err := admission.New([]admission.TierSpec{
+		{ID: "chat", Kind: admission.KindDirect, MaxConcurrency: 8},
+		{ID: "pool", Kind: admission.KindReplica, Strategy: admission.StrategyCapacity, Members: []admission.MemberSpec{
+			{ID: "gpu-a", MaxConcurrency: 2}, {ID: "gpu-b", MaxConcurrency: 2},
+		}},
+	})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	pool, _ := set.Tier("pool")
+	ready := map[string]bool{"gpu-a": true, "gpu-b": true}
+	pressure := map[string]scheduler.Pressure{} // absent = unknown
+
+	lease, err := pool.AcquireMember(ready, pressure)
+	if err != nil {
+		fmt.Println("refused:", err) // 503 with Retry-After in the server
+		return
+	}
+	d, _ := lease.Decision()
+	fmt.Println("picked", lease.Member(), "from", d.EligibleMemberIDs())
+
+	_ = pool.QuiesceMember("gpu-a", "maintenance")
+	drained := make(chan error)
+	go func() { drained <- pool.DrainMember(context.Background(), "gpu-a") }()
+	lease.Release() // the handler's one defer; in-flight work is never cancelled
+	fmt.Println("drained:", <-drained)
+
+	s := pool.Snapshot()
+	fmt.Println(s.State, s.Active, s.MaxConcurrency, s.Members[0].State, s.Members[0].Reason)
+	// Output:
+	// picked gpu-a from [gpu-a gpu-b]
+	// drained: <nil>
+	// admitting 0 4 quiesced maintenance
+}

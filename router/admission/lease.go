@@ -1,0 +1,78 @@
+package admission
+
+import "github.com/anvil-llm/anvil/router/scheduler"
+
+// Lease is one reservation: a tier slot, and for replica tiers one member slot
+// reserved together with it. The holder releases it exactly once, typically in
+// one defer; further Release calls are counted as misuse and change nothing.
+type Lease struct {
+	tier        *TierAdmission
+	member      int // sorted member index, -1 for direct tiers
+	decision    scheduler.Decision
+	hasDecision bool
+	released    bool // guarded by tier.mu
+}
+
+// Tier returns the tier ID ("" for a zero Lease).
+func (l *Lease) Tier() string {
+	if l == nil || l.tier == nil {
+		return ""
+	}
+	return l.tier.id
+}
+
+// Member returns the reserved member ID, or "" for a direct tier (and for a
+// zero Lease).
+func (l *Lease) Member() string {
+	if l == nil || l.tier == nil || l.member < 0 {
+		return ""
+	}
+	return l.tier.memberIDs[l.member]
+}
+
+// Decision returns the immutable scheduler decision that selected the member.
+// It is present only for capacity-mode leases.
+func (l *Lease) Decision() (scheduler.Decision, bool) {
+	if l == nil {
+		return scheduler.Decision{}, false
+	}
+	return l.decision, l.hasDecision
+}
+
+// Release returns the reservation. It reports true the first time and false on
+// every later call (counted in Snapshot.ReleaseMisuse), so a lease can never be
+// released twice. A nil or zero Lease reports false. Release wakes drain waiters
+// when the member or the tier becomes idle.
+func (l *Lease) Release() bool {
+	if l == nil || l.tier == nil {
+		return false
+	}
+	t := l.tier
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if l.released {
+		t.misuse++
+		return false
+	}
+	l.released = true
+	t.released++
+	t.active--
+	idle := t.active == 0
+	if l.member >= 0 {
+		m := &t.members[l.member]
+		m.active--
+		idle = idle || m.active == 0
+	}
+	if idle {
+		t.wakeLocked()
+	}
+	return true
+}
+
+// wakeLocked wakes every drain waiter; each re-checks its own scope.
+func (t *TierAdmission) wakeLocked() {
+	if t.wake != nil {
+		close(t.wake)
+		t.wake = nil
+	}
+}

@@ -1,0 +1,202 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Bounds of the qualified-replica contract.
+const (
+	MinMembers           = scheduler.MinMembers  // members per replica tier, at least
+	MaxMembers           = scheduler.MaxMembers  // members per replica tier, at most
+	MaxMemberConcurrency = scheduler.MaxCapacity // member ceiling, at most
+	maxReasonLen         = 64
+)
+
+// Strategy selects how a replica tier picks its member.
+type Strategy uint8
+
+const (
+	// StrategyRoundRobin is the legacy rotating cursor (the zero value).
+	StrategyRoundRobin Strategy = iota
+	// StrategyCapacity ranks members with scheduler.Rank.
+	StrategyCapacity
+)
+
+// String returns the configuration spelling: "round_robin" or "capacity".
+func (s Strategy) String() string {
+	switch s {
+	case StrategyRoundRobin:
+		return "round_robin"
+	case StrategyCapacity:
+		return "capacity"
+	}
+	return fmt.Sprintf("strategy(%d)", uint8(s))
+}
+
+// Kind distinguishes direct tiers (one upstream) from replica tiers.
+type Kind uint8
+
+const (
+	// KindDirect is a tier with one upstream and no members (the zero value).
+	KindDirect Kind = iota
+	// KindReplica is a tier of 2-16 qualified replica members.
+	KindReplica
+)
+
+// String returns the configuration spelling: "direct" or "replica".
+func (k Kind) String() string {
+	switch k {
+	case KindDirect:
+		return "direct"
+	case KindReplica:
+		return "replica"
+	}
+	return fmt.Sprintf("kind(%d)", uint8(k))
+}
+
+// MemberSpec configures one replica member. MaxConcurrency 0 means no member
+// ceiling and is legal only in round robin.
+type MemberSpec struct {
+	ID             string
+	MaxConcurrency int64
+}
+
+// TierSpec configures one tier. MaxConcurrency is the aggregate tier ceiling,
+// never multiplied by the member count: 0 means unlimited for direct and
+// round-robin tiers and "sum of member ceilings" for capacity tiers.
+type TierSpec struct {
+	ID             string
+	Kind           Kind
+	MaxConcurrency int64
+	Strategy       Strategy
+	Members        []MemberSpec
+}
+
+// ValidReason reports whether s is a reason code: 1-64 characters matching
+// ^[a-z0-9][a-z0-9._-]*$.
+func ValidReason(s string) bool {
+	if len(s) == 0 || len(s) > maxReasonLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Set holds the admission state of every configured tier. It is immutable after
+// New; all mutable state lives behind each tier's own lock.
+type Set struct {
+	ids   []string // sorted
+	tiers map[string]*TierAdmission
+}
+
+// New validates and copies specs and returns a Set with every tier admitting.
+// Errors wrap ErrInvalidSpec and name the offending tier (by ID once the ID is
+// valid, by index otherwise).
+func New(specs []TierSpec) (*Set, error) {
+	s := &Set{tiers: make(map[string]*TierAdmission, len(specs))}
+	for i, spec := range specs {
+		if err := validateTier(spec); err != nil {
+			return nil, specError(i, spec.ID, err)
+		}
+		if _, dup := s.tiers[spec.ID]; dup {
+			return nil, specError(i, spec.ID, fmt.Errorf("duplicate tier id"))
+		}
+		s.tiers[spec.ID] = newTier(spec)
+		s.ids = append(s.ids, spec.ID)
+	}
+	slices.Sort(s.ids)
+	return s, nil
+}
+
+func specError(i int, id string, err error) error {
+	if scheduler.ValidID(id) {
+		return fmt.Errorf("%w: tier %q: %v", ErrInvalidSpec, id, err)
+	}
+	return fmt.Errorf("%w: tier #%d: %v", ErrInvalidSpec, i, err)
+}
+
+// Tier returns the admission of one configured tier.
+func (s *Set) Tier(id string) (*TierAdmission, bool) {
+	t, ok := s.tiers[id]
+	return t, ok
+}
+
+// IDs returns the configured tier IDs, sorted.
+func (s *Set) IDs() []string { return slices.Clone(s.ids) }
+
+// Snapshots returns one snapshot per tier, sorted by tier ID. Each snapshot is
+// one consistent read of its tier; different tiers are read one after another.
+func (s *Set) Snapshots() []Snapshot {
+	out := make([]Snapshot, len(s.ids))
+	for i, id := range s.ids {
+		out[i] = s.tiers[id].Snapshot()
+	}
+	return out
+}
+
+func validateTier(spec TierSpec) error {
+	if !scheduler.ValidID(spec.ID) {
+		return fmt.Errorf("invalid tier id")
+	}
+	if spec.MaxConcurrency < 0 {
+		return fmt.Errorf("max_concurrency must be >= 0")
+	}
+	if spec.Strategy > StrategyCapacity {
+		return fmt.Errorf("unknown replica strategy")
+	}
+	switch spec.Kind {
+	case KindDirect:
+		if spec.Strategy != StrategyRoundRobin {
+			return fmt.Errorf("replica strategy is refused on direct tiers")
+		}
+		if len(spec.Members) != 0 {
+			return fmt.Errorf("direct tiers have no members")
+		}
+		return nil
+	case KindReplica:
+		return validateMembers(spec)
+	}
+	return fmt.Errorf("unknown tier kind")
+}
+
+func validateMembers(spec TierSpec) error {
+	if n := len(spec.Members); n < MinMembers || n > MaxMembers {
+		return fmt.Errorf("replica tiers need %d-%d members, got %d", MinMembers, MaxMembers, n)
+	}
+	seen := make(map[string]bool, len(spec.Members))
+	for i, m := range spec.Members {
+		if !scheduler.ValidID(m.ID) {
+			return fmt.Errorf("member #%d: invalid member id", i)
+		}
+		if seen[m.ID] {
+			return fmt.Errorf("member %q: duplicate member id", m.ID)
+		}
+		seen[m.ID] = true
+		switch {
+		case m.MaxConcurrency < 0 || m.MaxConcurrency > MaxMemberConcurrency:
+			return fmt.Errorf("member %q: max_concurrency must be 1-%d (0 = none, round robin only)", m.ID, MaxMemberConcurrency)
+		case m.MaxConcurrency == 0 && spec.Strategy == StrategyCapacity:
+			return fmt.Errorf("member %q: max_concurrency is mandatory in capacity mode", m.ID)
+		}
+	}
+	return nil
+}
+
+// sortedMembers returns a copy of the members sorted by ID.
+func sortedMembers(ms []MemberSpec) []MemberSpec {
+	out := slices.Clone(ms)
+	slices.SortFunc(out, func(a, b MemberSpec) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}

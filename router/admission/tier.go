@@ -1,0 +1,248 @@
+package admission
+
+import (
+	"fmt"
+	"sync"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// TierAdmission is the admission state of one tier: its ceilings, quiesce
+// state, counters, members and cursor, all behind one lock (see the package
+// documentation for the lock discipline). Use it through a Set.
+type TierAdmission struct {
+	// Immutable after New.
+	id        string
+	kind      Kind
+	strategy  Strategy
+	ceiling   int64          // effective tier ceiling, 0 = unlimited
+	memberIDs []string       // sorted configured membership
+	ceilings  []int64        // member ceilings by sorted index, 0 = none
+	index     map[string]int // member ID -> sorted index
+
+	mu       sync.Mutex
+	quiesced bool
+	reason   string
+	active   int64
+	acquired uint64
+	released uint64
+	misuse   uint64
+	cursor   int
+	members  []memberState // by sorted index
+	wake     chan struct{} // closed to wake drain waiters; nil when nobody waits
+}
+
+type memberState struct {
+	quiesced bool
+	reason   string
+	active   int64
+}
+
+func newTier(spec TierSpec) *TierAdmission {
+	ms := sortedMembers(spec.Members)
+	t := &TierAdmission{
+		id:       spec.ID,
+		kind:     spec.Kind,
+		strategy: spec.Strategy,
+		ceiling:  spec.MaxConcurrency,
+		index:    make(map[string]int, len(ms)),
+		members:  make([]memberState, len(ms)),
+	}
+	var sum int64
+	for i, m := range ms {
+		t.memberIDs = append(t.memberIDs, m.ID)
+		t.ceilings = append(t.ceilings, m.MaxConcurrency)
+		t.index[m.ID] = i
+		sum += m.MaxConcurrency
+	}
+	if t.strategy == StrategyCapacity && t.ceiling == 0 {
+		t.ceiling = sum // the default aggregate ceiling, never multiplied
+	}
+	return t
+}
+
+// ID returns the tier ID.
+func (t *TierAdmission) ID() string { return t.id }
+
+// Kind returns the tier kind.
+func (t *TierAdmission) Kind() Kind { return t.kind }
+
+// Strategy returns the replica strategy (StrategyRoundRobin for direct tiers).
+func (t *TierAdmission) Strategy() Strategy { return t.strategy }
+
+// Members returns the configured member IDs, sorted (nil for direct tiers).
+func (t *TierAdmission) Members() []string {
+	if len(t.memberIDs) == 0 {
+		return nil
+	}
+	return append([]string(nil), t.memberIDs...)
+}
+
+// Acquire reserves one slot of a direct tier without waiting. It fails with
+// ErrWrongKind on replica tiers, ErrQuiesced while the tier is quiesced and
+// ErrExhausted at the tier ceiling; a failed Acquire reserves nothing.
+func (t *TierAdmission) Acquire() (*Lease, error) {
+	if t.kind != KindDirect {
+		return nil, errNotDirect
+	}
+	l := &Lease{tier: t, member: -1} // allocated outside the lock
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkTierLocked(); err != nil {
+		return nil, err
+	}
+	t.active++
+	t.acquired++
+	return l, nil
+}
+
+// AcquireMember selects and reserves one member of a replica tier without
+// waiting. ready maps member ID to served-model readiness (absent = not ready);
+// pressure maps member ID to normalized upstream pressure (absent = unknown;
+// validated but otherwise ignored in round robin). Both maps are copied and
+// validated before the lock: a key naming an unconfigured member fails with
+// ErrInvalidSnapshot and changes nothing; nil maps are empty maps. Under the
+// tier lock it rechecks tier quiesce and ceiling, selects a member from current
+// counts, reserves tier and member together and only then advances the cursor.
+// Refusals are ErrQuiesced (tier or every member quiesced) and ErrExhausted
+// (tier ceiling, or no member ready, admitting and below its ceiling).
+// Capacity-mode leases carry the scheduler.Decision.
+func (t *TierAdmission) AcquireMember(ready map[string]bool, pressure map[string]scheduler.Pressure) (*Lease, error) {
+	if t.kind != KindReplica {
+		return nil, errNotReplica
+	}
+	var in inputs
+	if err := t.copyInputs(&in, ready, pressure); err != nil {
+		return nil, err
+	}
+	l := &Lease{tier: t} // allocated outside the lock
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err := t.checkTierLocked(); err != nil {
+		return nil, err
+	}
+	if t.allMembersQuiescedLocked() {
+		return nil, errMembersQuiesced
+	}
+	var i int
+	var err error
+	if t.strategy == StrategyCapacity {
+		i, err = t.rankLocked(&in, &l.decision)
+		l.hasDecision = err == nil
+	} else {
+		i, err = t.walkLocked(&in)
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.active++
+	t.members[i].active++
+	t.acquired++
+	t.cursor = (i + 1) % len(t.members) // only after the reservation
+	l.member = i
+	return l, nil
+}
+
+// inputs is the per-call copy of the caller's maps, indexed by sorted member.
+// Fixed-size arrays keep it on the stack.
+type inputs struct {
+	ready    [MaxMembers]bool
+	pressure [MaxMembers]scheduler.Pressure
+}
+
+// copyInputs copies and validates the caller's maps. It looks every configured
+// member up once per map and compares the hit count with the map length, which
+// detects unconfigured keys without iterating the map. Values need no further
+// check: a bool is a bool, and scheduler.Pressure has only unexported fields set
+// by validating constructors (its zero value is UnknownPressure), so a malformed
+// pressure value cannot be built outside the scheduler package.
+func (t *TierAdmission) copyInputs(in *inputs, ready map[string]bool, pressure map[string]scheduler.Pressure) error {
+	hitsReady, hitsPressure := 0, 0
+	for i, id := range t.memberIDs {
+		if r, ok := ready[id]; ok {
+			in.ready[i] = r
+			hitsReady++
+		}
+		p, ok := pressure[id]
+		if !ok {
+			in.pressure[i] = scheduler.UnknownPressure()
+			continue
+		}
+		hitsPressure++
+		in.pressure[i] = p
+	}
+	if hitsReady != len(ready) {
+		return errUnknownReady
+	}
+	if hitsPressure != len(pressure) {
+		return errUnknownPressure
+	}
+	return nil
+}
+
+func (t *TierAdmission) checkTierLocked() error {
+	if t.quiesced {
+		return errTierQuiesced
+	}
+	if t.ceiling > 0 && t.active >= t.ceiling {
+		return errTierFull
+	}
+	return nil
+}
+
+func (t *TierAdmission) allMembersQuiescedLocked() bool {
+	for i := range t.members {
+		if !t.members[i].quiesced {
+			return false
+		}
+	}
+	return true
+}
+
+// eligibleLocked reports whether member i may take one more lease right now.
+func (t *TierAdmission) eligibleLocked(in *inputs, i int) bool {
+	m := &t.members[i]
+	return in.ready[i] && !m.quiesced && (t.ceilings[i] == 0 || m.active < t.ceilings[i])
+}
+
+// walkLocked is round robin: the first eligible member at or after the cursor
+// in sorted configured order.
+func (t *TierAdmission) walkLocked(in *inputs) (int, error) {
+	n := len(t.members)
+	for k := 0; k < n; k++ {
+		i := (t.cursor + k) % n
+		if t.eligibleLocked(in, i) {
+			return i, nil
+		}
+	}
+	return -1, errNoEligible
+}
+
+// rankLocked is capacity mode: every configured member becomes a candidate with
+// its current (pre-reservation) count, and the pure scheduler picks. The
+// decision is written into d (the lease's field) to avoid copying it around.
+func (t *TierAdmission) rankLocked(in *inputs, d *scheduler.Decision) (int, error) {
+	var buf [MaxMembers]scheduler.Candidate
+	cands := buf[:len(t.members)]
+	for i := range cands {
+		c, err := scheduler.NewCandidate(t.memberIDs[i], t.eligibleLocked(in, i), t.members[i].active, t.ceilings[i], in.pressure[i])
+		if err != nil {
+			return -1, fmt.Errorf("admission: tier %q: candidate: %w", t.id, err)
+		}
+		cands[i] = c
+	}
+	var err error
+	if *d, err = scheduler.Rank(cands, t.cursor); err != nil {
+		return -1, fmt.Errorf("admission: tier %q: rank: %w", t.id, err)
+	}
+	id, ok := d.SelectedMemberID()
+	if !ok {
+		return -1, errNoEligible
+	}
+	i, ok := t.index[id]
+	if !ok || !t.eligibleLocked(in, i) {
+		// Defensive: never reserve what the scheduler should not have picked.
+		return -1, fmt.Errorf("admission: tier %q: scheduler selected an ineligible member", t.id)
+	}
+	return i, nil
+}
