@@ -1,0 +1,64 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrInvalid is wrapped by every error that refuses the content of a
+// configuration: its YAML, its environment overrides or the token files it
+// names. Test with errors.Is(err, config.ErrInvalid).
+var ErrInvalid = errors.New("invalid config")
+
+// ErrUnreadable is wrapped when Load cannot read the configuration file
+// itself (missing, not a regular file, too large). The underlying fs error,
+// if any, is wrapped too.
+var ErrUnreadable = errors.New("unreadable config file")
+
+// Error is the one error type of this package. Path names the offending
+// setting in the document (for example tiers[1].members[0].max_concurrency)
+// or the environment variable that supplied it; Msg is a fixed sentence.
+// Neither ever contains a configured value, so errors are safe to log even
+// when the offending value is a secret.
+type Error struct {
+	Path string
+	Msg  string
+	// sentinel is ErrInvalid or ErrUnreadable; cause is an optional
+	// underlying error (an fs error) kept for errors.Is/As only.
+	sentinel error
+	cause    error
+}
+
+// Error renders "config: PATH: MSG", or "config: MSG" without a path.
+func (e *Error) Error() string {
+	if e.Path == "" {
+		return "config: " + e.Msg
+	}
+	return "config: " + e.Path + ": " + e.Msg
+}
+
+// Unwrap exposes the sentinel and the optional cause to errors.Is/As.
+// The cause is deliberately not part of Error(): fs errors are stable
+// enough, but the fixed message is the contract.
+func (e *Error) Unwrap() []error {
+	if e.cause == nil {
+		return []error{e.sentinel}
+	}
+	return []error{e.sentinel, e.cause}
+}
+
+func invalid(path, msg string) *Error {
+	return &Error{Path: path, Msg: msg, sentinel: ErrInvalid}
+}
+
+func invalidf(path, format string, args ...any) *Error {
+	return invalid(path, fmt.Sprintf(format, args...))
+}
+
+func invalidCause(path, msg string, cause error) *Error {
+	return &Error{Path: path, Msg: msg, sentinel: ErrInvalid, cause: cause}
+}
+
+func unreadable(msg string, cause error) *Error {
+	return &Error{Msg: msg, sentinel: ErrUnreadable, cause: cause}
+}

@@ -1,0 +1,86 @@
+package config
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// fuzzEnv supplies credentials through the environment, so accepted
+// documents need no token files, and answers every other variable with an
+// API key, so api_key_env never blocks acceptance.
+func fuzzEnv(key string) (string, bool) {
+	switch key {
+	case EnvAPITokens:
+		return callerTok + "," + callerTok2, true
+	case EnvAdminToken:
+		return adminTok, true
+	case EnvAPIToken, EnvListen:
+		return "", false
+	}
+	return apiKey, true
+}
+
+// FuzzParse: Parse never panics; a refusal is always a fixed *Error
+// wrapping ErrInvalid that names no secret; an acceptance normalizes
+// without secrets, parses again, and normalizes to the same bytes. The
+// gate's promise that viper decodes whatever it accepts is checked too:
+// "document could not be decoded" must never happen.
+func FuzzParse(f *testing.F) {
+	for _, name := range []string{"full.yaml", "minimal.yaml"} {
+		if b, err := os.ReadFile(filepath.Join("testdata", name)); err == nil {
+			f.Add(b)
+		}
+	}
+	if b, err := os.ReadFile(filepath.Join("..", "..", "docs", "examples", "router.yaml")); err == nil {
+		f.Add(b)
+	}
+	f.Add([]byte(baseDoc))
+	for _, s := range []string{
+		"", "listen: a\nlisten: b\n", "Listen: x\n", "a: &x 1\nb: *x\n", "tiers: [{<<: {id: a}}]\n",
+		"limits: {max_body_bytes: .nan}\n", "upstream: {timeout: 30}\n", "---\n---\n", "[", "tiers: [{id: 1}]\n",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := Parse(data, fuzzEnv)
+		if err != nil {
+			var ce *Error
+			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) {
+				t.Fatalf("error is not a config.Error wrapping ErrInvalid: %v", err)
+			}
+			if ce.Msg == "document could not be decoded" {
+				t.Fatalf("gate accepted what viper could not decode: %q", data)
+			}
+			checkNoSecret(t, err.Error())
+			return
+		}
+		n1, err := c.Normalized()
+		if err != nil {
+			t.Fatalf("normalize: %v", err)
+		}
+		checkNoSecret(t, string(n1))
+		c2, err := Parse(n1, fuzzEnv)
+		if err != nil {
+			t.Fatalf("normalized form refused: %v\n%s", err, n1)
+		}
+		n2, err := c2.Normalized()
+		if err != nil {
+			t.Fatalf("normalize again: %v", err)
+		}
+		if string(n1) != string(n2) {
+			t.Fatalf("normalization not stable:\n%s\n---\n%s", n1, n2)
+		}
+	})
+}
+
+func checkNoSecret(t *testing.T, s string) {
+	t.Helper()
+	for _, secret := range []string{callerTok, callerTok2, adminTok, apiKey} {
+		if strings.Contains(s, secret) {
+			t.Fatalf("secret leaked into %q", s)
+		}
+	}
+}

@@ -1,0 +1,216 @@
+package config
+
+import (
+	"bytes"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// The norm* types are the output schema of Normalized: the input schema
+// with every default filled in, endpoints and hosts canonical, and
+// credentials replaced by Redacted. Field order follows the input schema.
+
+type normConfig struct {
+	Listen        string          `yaml:"listen"`
+	TLS           *normTLS        `yaml:"tls,omitempty"`
+	Auth          normAuth        `yaml:"auth"`
+	Limits        normLimits      `yaml:"limits"`
+	Upstream      normUpstream    `yaml:"upstream"`
+	ShutdownGrace string          `yaml:"shutdown_grace"`
+	Log           normLog         `yaml:"log"`
+	DecisionLog   normDecisionLog `yaml:"decision_log"`
+	IntentFile    string          `yaml:"intent_file,omitempty"`
+	Readiness     normReadiness   `yaml:"readiness"`
+	Aliases       []normAlias     `yaml:"aliases"`
+	Tiers         []normTier      `yaml:"tiers"`
+}
+
+type normTLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+type normAuth struct {
+	CallerTokens []string `yaml:"caller_tokens"`
+	AdminToken   string   `yaml:"admin_token,omitempty"`
+}
+
+type normLimits struct {
+	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+}
+
+type normUpstream struct {
+	ConnectTimeout   string `yaml:"connect_timeout"`
+	FirstByteTimeout string `yaml:"first_byte_timeout"`
+	Timeout          string `yaml:"timeout"`
+	MaxResponseBytes int64  `yaml:"max_response_bytes"`
+}
+
+type normLog struct {
+	Format string `yaml:"format"`
+	Level  string `yaml:"level"`
+}
+
+type normDecisionLog struct {
+	RingSize     int    `yaml:"ring_size"`
+	JSONLPath    string `yaml:"jsonl_path,omitempty"`
+	MaxLineBytes int    `yaml:"max_line_bytes"`
+}
+
+type normReadiness struct {
+	Interval string `yaml:"interval"`
+	Timeout  string `yaml:"timeout"`
+}
+
+type normAlias struct {
+	ID   string `yaml:"id"`
+	Tier string `yaml:"tier"`
+}
+
+type normTier struct {
+	ID              string       `yaml:"id"`
+	Kind            string       `yaml:"kind"`
+	ServedModel     string       `yaml:"served_model"`
+	Gates           normGates    `yaml:"gates"`
+	MaxConcurrency  int64        `yaml:"max_concurrency,omitempty"`
+	Endpoint        string       `yaml:"endpoint,omitempty"`
+	APIKeyEnv       string       `yaml:"api_key_env,omitempty"`
+	Host            string       `yaml:"host,omitempty"`
+	Provenance      string       `yaml:"provenance,omitempty"`
+	ReplicaStrategy string       `yaml:"replica_strategy,omitempty"`
+	Members         []normMember `yaml:"members,omitempty"`
+}
+
+type normGates struct {
+	MaxContextTokens int64 `yaml:"max_context_tokens"`
+	MaxOutputTokens  int64 `yaml:"max_output_tokens"`
+	ToolsAllowed     bool  `yaml:"tools_allowed"`
+	MediaAllowed     bool  `yaml:"media_allowed"`
+}
+
+type normMember struct {
+	ID             string `yaml:"id"`
+	Endpoint       string `yaml:"endpoint"`
+	MaxConcurrency int64  `yaml:"max_concurrency,omitempty"`
+}
+
+// Normalized renders the effective configuration as YAML for
+// `anvil-router config check`: defaults filled in, endpoints canonical,
+// every credential replaced by Redacted (the number of caller tokens and
+// where they came from stay visible as comments). The output uses the
+// input schema, so it parses again when the credentials are supplied by
+// the environment, and parsing it again yields the same output.
+func (c Config) Normalized() ([]byte, error) {
+	var root yaml.Node
+	if err := root.Encode(c.norm()); err != nil {
+		return nil, err
+	}
+	root.HeadComment = "normalized anvil-router configuration: defaults filled in, credentials redacted"
+	c.annotateAuth(&root)
+	var buf bytes.Buffer
+	enc := yaml.NewEncoder(&buf)
+	enc.SetIndent(2)
+	if err := enc.Encode(&root); err != nil {
+		return nil, err
+	}
+	if err := enc.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+func (c Config) norm() normConfig {
+	n := normConfig{
+		Listen:        c.listen,
+		Auth:          normAuth{CallerTokens: make([]string, len(c.auth.callerTokens))},
+		Limits:        normLimits(c.limits),
+		ShutdownGrace: fmtDuration(c.shutdownGrace),
+		Log:           normLog(c.log),
+		DecisionLog:   normDecisionLog(c.decisionLog),
+		IntentFile:    c.intentFile,
+		Readiness: normReadiness{
+			Interval: fmtDuration(c.readiness.Interval),
+			Timeout:  fmtDuration(c.readiness.Timeout),
+		},
+		Upstream: normUpstream{
+			ConnectTimeout:   fmtDuration(c.upstream.ConnectTimeout),
+			FirstByteTimeout: fmtDuration(c.upstream.FirstByteTimeout),
+			Timeout:          fmtDuration(c.upstream.Timeout),
+			MaxResponseBytes: c.upstream.MaxResponseBytes,
+		},
+		Aliases: make([]normAlias, len(c.aliases)),
+		Tiers:   make([]normTier, len(c.tiers)),
+	}
+	if c.tls.Enabled() {
+		n.TLS = &normTLS{CertFile: c.tls.CertFile, KeyFile: c.tls.KeyFile}
+	}
+	for i, t := range c.auth.callerTokens {
+		n.Auth.CallerTokens[i] = t.redacted()
+	}
+	n.Auth.AdminToken = c.auth.adminToken.redacted()
+	for i, a := range c.aliases {
+		n.Aliases[i] = normAlias(a)
+	}
+	for i, t := range c.tiers {
+		n.Tiers[i] = normTierOf(t)
+	}
+	return n
+}
+
+func normTierOf(t Tier) normTier {
+	nt := normTier{
+		ID:              t.ID,
+		Kind:            string(t.Kind),
+		ServedModel:     t.ServedModel,
+		Gates:           normGates(t.Gates),
+		MaxConcurrency:  t.MaxConcurrency,
+		Endpoint:        t.Endpoint,
+		APIKeyEnv:       t.APIKeyEnv,
+		Host:            t.Host,
+		Provenance:      t.Provenance,
+		ReplicaStrategy: string(t.Strategy),
+	}
+	for _, m := range t.Members {
+		nt.Members = append(nt.Members, normMember(m))
+	}
+	return nt
+}
+
+// annotateAuth adds "from ..." comments to the redacted credentials so an
+// operator can see which source won without seeing the secret.
+func (c Config) annotateAuth(root *yaml.Node) {
+	auth := mappingValue(root, "auth")
+	if auth == nil {
+		return
+	}
+	if k := mappingKey(auth, "caller_tokens"); k != nil && c.auth.callerSource != "" {
+		k.LineComment = "from " + c.auth.callerSource
+	}
+	if k := mappingKey(auth, "admin_token"); k != nil && c.auth.adminSource != "" {
+		k.LineComment = "from " + c.auth.adminSource
+	}
+}
+
+func mappingKey(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i]
+		}
+	}
+	return nil
+}
+
+func mappingValue(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}

@@ -1,0 +1,223 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
+)
+
+// Defaults and bounds of the scalar settings. CONFIGURATION.md lists the
+// same numbers; TestDocumentedDefaults keeps the two honest.
+const (
+	DefaultListen = "127.0.0.1:8080"
+
+	defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes = 1 << 20, 1 << 10, 64 << 20
+
+	defaultConnectTimeout, minConnectTimeout, maxConnectTimeout       = 5 * time.Second, 100 * time.Millisecond, time.Minute
+	defaultFirstByteTimeout, minFirstByteTimeout, maxFirstByteTimeout = 2 * time.Minute, time.Second, time.Hour
+	defaultTimeout, minTimeout, maxTimeout                            = 10 * time.Minute, time.Second, 24 * time.Hour
+	defaultMaxResponse, minMaxResponse, maxMaxResponse                = 32 << 20, 1 << 10, 1 << 30
+
+	defaultShutdownGrace, minShutdownGrace, maxShutdownGrace = 30 * time.Second, 0, 10 * time.Minute
+
+	defaultRingSize, minRingSize, maxRingSize             = 1024, 1, 100000
+	defaultMaxLineBytes, minMaxLineBytes, maxMaxLineBytes = decisionlog.MaxLineBytes, decisionlog.MinLineBytes, decisionlog.MaxLineBytes
+
+	defaultReadinessInterval, minReadinessInterval, maxReadinessInterval = 2 * time.Second, 100 * time.Millisecond, time.Minute
+	defaultReadinessTimeout, minReadinessTimeout, maxReadinessTimeout    = time.Second, 100 * time.Millisecond, 30 * time.Second
+)
+
+// buildSettings validates everything except tiers, aliases and auth.
+func buildSettings(raw rawConfig, lookup func(string) (string, bool), c *Config) error {
+	steps := []func() error{
+		func() error { return buildListen(raw.Listen, lookup, c) },
+		func() error { return buildTLS(raw.TLS, c) },
+		func() error { return buildLimits(raw.Limits, c) },
+		func() error { return buildUpstream(raw.Upstream, c) },
+		func() (err error) {
+			c.shutdownGrace, err = durIn(raw.ShutdownGrace, defaultShutdownGrace, minShutdownGrace, maxShutdownGrace, "shutdown_grace")
+			return err
+		},
+		func() error { return buildLog(raw.Log, c) },
+		func() error { return buildDecisionLog(raw.DecisionLog, c) },
+		func() (err error) { c.intentFile, err = optPath(raw.IntentFile, "intent_file"); return err },
+		func() error { return buildReadiness(raw.Readiness, c) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func buildListen(p *string, lookup func(string) (string, bool), c *Config) error {
+	path := "listen"
+	c.listen = DefaultListen
+	if p != nil {
+		c.listen = *p
+	}
+	if v, ok := lookup(EnvListen); ok && v != "" {
+		c.listen, path = v, EnvListen
+	}
+	if !validListen(c.listen) {
+		return invalid(path, "must be host:port with a port 0-65535")
+	}
+	return nil
+}
+
+func buildTLS(r *rawTLS, c *Config) error {
+	if r == nil || (r.CertFile == nil && r.KeyFile == nil) {
+		return nil
+	}
+	if r.CertFile == nil || r.KeyFile == nil {
+		return invalid("tls", "cert_file and key_file must be set together")
+	}
+	var err error
+	if c.tls.CertFile, err = optPath(r.CertFile, "tls.cert_file"); err != nil {
+		return err
+	}
+	c.tls.KeyFile, err = optPath(r.KeyFile, "tls.key_file")
+	return err
+}
+
+func buildLimits(r *rawLimits, c *Config) (err error) {
+	if r == nil {
+		r = &rawLimits{}
+	}
+	c.limits.MaxBodyBytes, err = intIn(r.MaxBodyBytes, defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes, "limits.max_body_bytes")
+	return err
+}
+
+func buildUpstream(r *rawUpstream, c *Config) (err error) {
+	if r == nil {
+		r = &rawUpstream{}
+	}
+	u := &c.upstream
+	if u.ConnectTimeout, err = durIn(r.ConnectTimeout, defaultConnectTimeout, minConnectTimeout, maxConnectTimeout, "upstream.connect_timeout"); err != nil {
+		return err
+	}
+	if u.FirstByteTimeout, err = durIn(r.FirstByteTimeout, defaultFirstByteTimeout, minFirstByteTimeout, maxFirstByteTimeout, "upstream.first_byte_timeout"); err != nil {
+		return err
+	}
+	if u.Timeout, err = durIn(r.Timeout, defaultTimeout, minTimeout, maxTimeout, "upstream.timeout"); err != nil {
+		return err
+	}
+	if u.MaxResponseBytes, err = intIn(r.MaxResponseBytes, defaultMaxResponse, minMaxResponse, maxMaxResponse, "upstream.max_response_bytes"); err != nil {
+		return err
+	}
+	// The connect happens within the wait for the first byte, which
+	// happens within the whole attempt.
+	if u.ConnectTimeout > u.FirstByteTimeout {
+		return invalid("upstream.connect_timeout", "must not exceed upstream.first_byte_timeout")
+	}
+	if u.FirstByteTimeout > u.Timeout {
+		return invalid("upstream.first_byte_timeout", "must not exceed upstream.timeout")
+	}
+	return nil
+}
+
+func buildLog(r *rawLog, c *Config) error {
+	c.log = Log{Format: "text", Level: "info"}
+	if r == nil {
+		return nil
+	}
+	if r.Format != nil {
+		if *r.Format != "text" && *r.Format != "json" {
+			return invalid("log.format", "must be text or json")
+		}
+		c.log.Format = *r.Format
+	}
+	if r.Level != nil {
+		switch *r.Level {
+		case "debug", "info", "warn", "error":
+			c.log.Level = *r.Level
+		default:
+			return invalid("log.level", "must be debug, info, warn or error")
+		}
+	}
+	return nil
+}
+
+func buildDecisionLog(r *rawDecisionLog, c *Config) error {
+	if r == nil {
+		r = &rawDecisionLog{}
+	}
+	ring, err := intIn(r.RingSize, defaultRingSize, minRingSize, maxRingSize, "decision_log.ring_size")
+	if err != nil {
+		return err
+	}
+	line, err := intIn(r.MaxLineBytes, defaultMaxLineBytes, minMaxLineBytes, maxMaxLineBytes, "decision_log.max_line_bytes")
+	if err != nil {
+		return err
+	}
+	path, err := optPath(r.JSONLPath, "decision_log.jsonl_path")
+	if err != nil {
+		return err
+	}
+	c.decisionLog = DecisionLog{RingSize: int(ring), JSONLPath: path, MaxLineBytes: int(line)}
+	return nil
+}
+
+func buildReadiness(r *rawReadiness, c *Config) (err error) {
+	if r == nil {
+		r = &rawReadiness{}
+	}
+	if c.readiness.Interval, err = durIn(r.Interval, defaultReadinessInterval, minReadinessInterval, maxReadinessInterval, "readiness.interval"); err != nil {
+		return err
+	}
+	if c.readiness.Timeout, err = durIn(r.Timeout, defaultReadinessTimeout, minReadinessTimeout, maxReadinessTimeout, "readiness.timeout"); err != nil {
+		return err
+	}
+	if c.readiness.Timeout > c.readiness.Interval {
+		return invalid("readiness.timeout", "must not exceed readiness.interval")
+	}
+	return nil
+}
+
+// intIn returns def when p is absent, else *p if it lies in [lo, hi].
+func intIn(p *int64, def, lo, hi int64, path string) (int64, error) {
+	if p == nil {
+		return def, nil
+	}
+	if *p < lo || *p > hi {
+		return 0, invalidf(path, "must be %d-%d", lo, hi)
+	}
+	return *p, nil
+}
+
+// durIn is intIn for durations.
+func durIn(p *time.Duration, def, lo, hi time.Duration, path string) (time.Duration, error) {
+	if p == nil {
+		return def, nil
+	}
+	if *p < lo || *p > hi {
+		return 0, invalidf(path, "must be %s-%s", fmtDuration(lo), fmtDuration(hi))
+	}
+	return *p, nil
+}
+
+// optPath returns "" when absent, else a valid file path.
+func optPath(p *string, path string) (string, error) {
+	if p == nil {
+		return "", nil
+	}
+	if !validPath(*p) {
+		return "", invalid(path, "must be a file path of 1-4096 characters without control characters")
+	}
+	return *p, nil
+}
+
+// fmtDuration prints a duration the way an operator writes it: "10m"
+// rather than "10m0s". time.ParseDuration reads the result back exactly.
+func fmtDuration(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = s[:len(s)-2]
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = s[:len(s)-2]
+	}
+	return s
+}

@@ -1,0 +1,202 @@
+package config
+
+import (
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Bounds of the tier graph. Members per replica tier and the member
+// ceiling range are contract (spec, closed v1 contract); 256 capacity
+// members is the pressure cache's registration bound, refused here so the
+// router never starts with a configuration its cache would reject.
+const (
+	maxTiers             = 256
+	maxAliases           = 1024
+	minMembers           = scheduler.MinMembers // 2
+	maxMembers           = scheduler.MaxMembers // 16
+	maxCapacityMembers   = 256
+	minMemberConcurrency = 1
+	maxMemberConcurrency = scheduler.MaxCapacity // 100000
+	maxTierConcurrency   = 1000000
+	maxContextTokens     = 10000000
+)
+
+// tierBuilder carries the cross-tier state: tier IDs and every endpoint
+// seen so far (endpoints are unique across the whole configuration).
+type tierBuilder struct {
+	lookup    func(string) (string, bool)
+	ids       map[string]int
+	endpoints map[string]bool
+}
+
+func buildTiers(raws []rawTier, lookup func(string) (string, bool)) ([]Tier, map[string]int, error) {
+	if len(raws) == 0 {
+		return nil, nil, invalid("tiers", "at least one tier is required")
+	}
+	if len(raws) > maxTiers {
+		return nil, nil, invalidf("tiers", "at most %d tiers", maxTiers)
+	}
+	b := tierBuilder{lookup: lookup, ids: map[string]int{}, endpoints: map[string]bool{}}
+	tiers := make([]Tier, 0, len(raws))
+	capacityMembers := 0
+	for i, rt := range raws {
+		t, err := b.tier(rt, fmt.Sprintf("tiers[%d]", i))
+		if err != nil {
+			return nil, nil, err
+		}
+		b.ids[t.ID] = i
+		if t.Strategy == StrategyCapacity {
+			capacityMembers += len(t.Members)
+		}
+		tiers = append(tiers, t)
+	}
+	if capacityMembers > maxCapacityMembers {
+		return nil, nil, invalidf("tiers", "at most %d members across capacity tiers", maxCapacityMembers)
+	}
+	return tiers, b.ids, nil
+}
+
+func (b *tierBuilder) tier(rt rawTier, path string) (Tier, error) {
+	var t Tier
+	var err error
+	if t.ID, err = b.tierID(rt.ID, path+".id"); err != nil {
+		return Tier{}, err
+	}
+	if t.Kind, err = tierKind(rt.Kind, path+".kind"); err != nil {
+		return Tier{}, err
+	}
+	if rt.ServedModel == nil {
+		return Tier{}, invalid(path+".served_model", "is required")
+	}
+	if t.ServedModel = *rt.ServedModel; !visibleASCII(t.ServedModel, maxTextLen) {
+		return Tier{}, invalid(path+".served_model", "must be 1-256 visible ASCII characters")
+	}
+	if t.Gates, err = buildGates(rt.Gates, path+".gates"); err != nil {
+		return Tier{}, err
+	}
+	if t.MaxConcurrency, err = intIn(rt.MaxConcurrency, 0, 1, maxTierConcurrency, path+".max_concurrency"); err != nil {
+		return Tier{}, err
+	}
+	if t.APIKeyEnv, t.APIKey, err = b.apiKey(rt.APIKeyEnv, path+".api_key_env"); err != nil {
+		return Tier{}, err
+	}
+	if t.Kind == KindDirect {
+		err = b.direct(rt, path, &t)
+	} else {
+		err = b.replica(rt, path, &t)
+	}
+	return t, err
+}
+
+func (b *tierBuilder) tierID(p *string, path string) (string, error) {
+	if p == nil {
+		return "", invalid(path, "is required")
+	}
+	if !validID(*p) {
+		return "", invalid(path, idRule)
+	}
+	if _, dup := b.ids[*p]; dup {
+		return "", invalid(path, "duplicate tier id")
+	}
+	return *p, nil
+}
+
+func tierKind(p *string, path string) (Kind, error) {
+	if p == nil {
+		return "", invalid(path, "is required")
+	}
+	switch k := Kind(*p); k {
+	case KindDirect, KindReplica:
+		return k, nil
+	}
+	return "", invalid(path, "must be direct or replica")
+}
+
+func buildGates(r *rawGates, path string) (Gates, error) {
+	if r == nil {
+		r = &rawGates{}
+	}
+	if r.MaxContextTokens == nil {
+		return Gates{}, invalid(path+".max_context_tokens", "is required")
+	}
+	ctx, err := intIn(r.MaxContextTokens, 0, 1, maxContextTokens, path+".max_context_tokens")
+	if err != nil {
+		return Gates{}, err
+	}
+	out, err := intIn(r.MaxOutputTokens, ctx, 1, maxContextTokens, path+".max_output_tokens")
+	if err != nil {
+		return Gates{}, err
+	}
+	if out > ctx {
+		return Gates{}, invalid(path+".max_output_tokens", "must not exceed gates.max_context_tokens")
+	}
+	g := Gates{MaxContextTokens: ctx, MaxOutputTokens: out}
+	if r.ToolsAllowed != nil {
+		g.ToolsAllowed = *r.ToolsAllowed
+	}
+	if r.MediaAllowed != nil {
+		g.MediaAllowed = *r.MediaAllowed
+	}
+	return g, nil
+}
+
+// apiKey resolves the optional upstream API key from the environment
+// variable the tier names. The key itself never appears in the file.
+func (b *tierBuilder) apiKey(p *string, path string) (string, Secret, error) {
+	if p == nil {
+		return "", Secret{}, nil
+	}
+	name := *p
+	if !envNamePattern.MatchString(name) {
+		return "", Secret{}, invalid(path, envNameRule)
+	}
+	if name == EnvAPIToken || name == EnvAPITokens || name == EnvAdminToken {
+		// Forwarding a caller or admin token upstream would leak it.
+		return "", Secret{}, invalid(path, "must not name a router token variable")
+	}
+	v, ok := b.lookup(name)
+	if !ok || v == "" {
+		return "", Secret{}, invalid(path, "environment variable is not set")
+	}
+	if !visibleASCII(v, maxAPIKeyLen) {
+		return "", Secret{}, invalid(path, "environment variable must hold 1-4096 visible ASCII characters")
+	}
+	return name, Secret{value: v}, nil
+}
+
+func (b *tierBuilder) direct(rt rawTier, path string, t *Tier) error {
+	for _, f := range []struct {
+		set bool
+		key string
+	}{
+		{rt.Host != nil, "host"},
+		{rt.Provenance != nil, "provenance"},
+		{rt.ReplicaStrategy != nil, "replica_strategy"},
+		{len(rt.Members) > 0, "members"},
+	} {
+		if f.set {
+			return invalid(path+"."+f.key, "only allowed on replica tiers")
+		}
+	}
+	if rt.Endpoint == nil {
+		return invalid(path+".endpoint", "is required")
+	}
+	ep, err := b.endpoint(*rt.Endpoint, path+".endpoint")
+	t.Endpoint = ep.normalized
+	return err
+}
+
+// endpoint validates a base URL and claims it: no two tiers or members
+// may share an upstream.
+func (b *tierBuilder) endpoint(raw, path string) (endpoint, error) {
+	ep, msg := parseEndpoint(raw)
+	if msg != "" {
+		return endpoint{}, invalid(path, msg)
+	}
+	if b.endpoints[ep.normalized] {
+		return endpoint{}, invalid(path, "duplicate endpoint")
+	}
+	b.endpoints[ep.normalized] = true
+	return ep, nil
+}

@@ -1,0 +1,364 @@
+package decisionlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// The closed key sets, in canonical order (functions, so no package state is mutable).
+func recordKeys() [13]string {
+	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
+		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "replica_scheduler"}
+}
+
+func decisionKeys() [4]string {
+	return [...]string{"selected_member_id", "reason", "eligible_member_ids", "scores"}
+}
+
+func scoreKeys() [7]string {
+	return [...]string{"member_id", "local_active", "local_capacity", "upstream_unknown",
+		"upstream_pressure_ppm", "freshness", "rotating_rank"}
+}
+
+// optionalRecordKey is the one key that may be absent.
+const optionalRecordKey = "replica_scheduler"
+
+// tokens is a schema-directed reader over encoding/json's token stream. It checks
+// each value's type from its first token, so unknown keys and wrongly typed values are
+// refused before anything inside them is read.
+type tokens struct{ dec *json.Decoder }
+
+func newTokens(line []byte) tokens {
+	d := json.NewDecoder(bytes.NewReader(line))
+	d.UseNumber()
+	return tokens{dec: d}
+}
+
+func (t tokens) next() (json.Token, error) {
+	tok, err := t.dec.Token()
+	if err != nil {
+		return nil, ErrSyntax
+	}
+	return tok, nil
+}
+
+// object reads one object whose keys must come from keys (each at most once) and
+// calls field for every key with its index. All keys except optional are required.
+func (t tokens) object(path string, keys []string, optional string, field func(i int, path string) error) error {
+	tok, err := t.next()
+	if err != nil {
+		return err
+	}
+	if tok != json.Delim('{') {
+		return &fieldError{path, ErrWrongType}
+	}
+	var seen uint32 // key sets have at most 13 entries
+	for t.dec.More() {
+		tok, err := t.next()
+		if err != nil {
+			return err
+		}
+		key, _ := tok.(string) // the decoder only yields strings in key position
+		i := indexOf(keys, key)
+		if i < 0 {
+			return &fieldError{path, ErrUnknownField}
+		}
+		p := join(path, key)
+		if seen&(1<<i) != 0 {
+			return &fieldError{p, ErrDuplicateField}
+		}
+		seen |= 1 << i
+		if err := field(i, p); err != nil {
+			return err
+		}
+	}
+	if _, err := t.next(); err != nil { // the closing brace
+		return err
+	}
+	for i, k := range keys {
+		if seen&(1<<i) == 0 && k != optional {
+			return &fieldError{join(path, k), ErrMissingField}
+		}
+	}
+	return nil
+}
+
+// array reads an array of at most scheduler.MaxMembers items, calling item for each.
+func (t tokens) array(path string, item func(i int, path string) error) error {
+	tok, err := t.next()
+	if err != nil {
+		return err
+	}
+	if tok != json.Delim('[') {
+		return &fieldError{path, ErrWrongType}
+	}
+	for i := 0; t.dec.More(); i++ {
+		if i == scheduler.MaxMembers {
+			return &fieldError{path, ErrTooManyItems}
+		}
+		if err := item(i, path+"["+strconv.Itoa(i)+"]"); err != nil {
+			return err
+		}
+	}
+	_, err = t.next() // the closing bracket
+	return err
+}
+
+func (t tokens) str(path string) (string, error) {
+	tok, err := t.next()
+	if err != nil {
+		return "", err
+	}
+	s, ok := tok.(string)
+	if !ok {
+		return "", &fieldError{path, ErrWrongType}
+	}
+	return s, nil
+}
+
+func (t tokens) boolean(path string) (bool, error) {
+	tok, err := t.next()
+	if err != nil {
+		return false, err
+	}
+	v, ok := tok.(bool)
+	if !ok {
+		return false, &fieldError{path, ErrWrongType}
+	}
+	return v, nil
+}
+
+// integer reads an exact JSON integer in lo..hi. Fractions and exponents are the wrong
+// type; integers outside the range (or int64) are invalid values. With nullable, null
+// yields present=false.
+func (t tokens) integer(path string, lo, hi int64, nullable bool) (v int64, present bool, err error) {
+	tok, err := t.next()
+	if err != nil {
+		return 0, false, err
+	}
+	if tok == nil && nullable {
+		return 0, false, nil
+	}
+	num, ok := tok.(json.Number)
+	if !ok {
+		return 0, false, &fieldError{path, ErrWrongType}
+	}
+	v, perr := strconv.ParseInt(string(num), 10, 64)
+	if perr != nil {
+		if errors.Is(perr, strconv.ErrRange) {
+			return 0, false, &fieldError{path, ErrInvalidValue}
+		}
+		return 0, false, &fieldError{path, ErrWrongType}
+	}
+	if v < lo || v > hi {
+		return 0, false, &fieldError{path, ErrInvalidValue}
+	}
+	return v, true, nil
+}
+
+// end requires that nothing but whitespace follows the object.
+func (t tokens) end() error {
+	if _, err := t.dec.Token(); err != io.EOF {
+		return ErrTrailingData
+	}
+	return nil
+}
+
+// decodeRecord decodes one line into a record, checking key sets, types and enum
+// spellings. Semantic checks follow in parseLine.
+func decodeRecord(line []byte) (Record, error) {
+	t := newTokens(line)
+	var r Record
+	keys := recordKeys()
+	err := t.object("", keys[:], optionalRecordKey, func(i int, p string) error {
+		return t.recordField(&r, keys[i], p)
+	})
+	if err != nil {
+		return Record{}, err
+	}
+	return r, t.end()
+}
+
+func (t tokens) recordField(r *Record, key, p string) error {
+	var err error
+	var s string
+	var v int64
+	switch key {
+	case "request_id":
+		r.RequestID, err = t.str(p)
+	case "alias":
+		r.Alias, err = t.str(p)
+	case "tier":
+		r.Tier, err = t.str(p)
+	case "member":
+		r.Member, err = t.str(p)
+	case "start":
+		if s, err = t.str(p); err == nil {
+			r.Start, err = parseStart(s, p)
+		}
+	case "route":
+		s, err = t.enum(p, func(s string) bool { return Route(s).Valid() })
+		r.Route = Route(s)
+	case "strategy":
+		s, err = t.enum(p, func(s string) bool { return Strategy(s).Valid() })
+		r.Strategy = Strategy(s)
+	case "outcome":
+		s, err = t.enum(p, func(s string) bool { return Outcome(s).Valid() })
+		r.Outcome = Outcome(s)
+	case "attempts":
+		v, _, err = t.integer(p, 0, 1, false)
+		r.Attempts = int(v)
+	case "status":
+		v, _, err = t.integer(p, 0, 599, false)
+		r.Status = int(v)
+	case "duration_ns":
+		v, _, err = t.integer(p, 0, int64(MaxDuration), false)
+		r.Duration = time.Duration(v)
+	case "first_byte_ns":
+		v, _, err = t.integer(p, 0, int64(MaxDuration), false)
+		r.FirstByte = time.Duration(v)
+	case "replica_scheduler":
+		var d scheduler.Decision
+		if d, err = t.decision(p); err == nil {
+			r.ReplicaScheduler = &d
+		}
+	}
+	return err
+}
+
+func (t tokens) enum(path string, valid func(string) bool) (string, error) {
+	s, err := t.str(path)
+	if err == nil && !valid(s) {
+		err = &fieldError{path, ErrInvalidValue}
+	}
+	return s, err
+}
+
+func parseStart(s, path string) (time.Time, error) {
+	ts, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, &fieldError{path, ErrInvalidValue}
+	}
+	return ts.UTC(), nil
+}
+
+// decision decodes replica_scheduler and reconstitutes it through the scheduler's
+// constructors; a value they refuse is invalid.
+func (t tokens) decision(path string) (scheduler.Decision, error) {
+	var (
+		selected string
+		reason   scheduler.Reason
+		eligible []string
+		scores   []scheduler.Score
+	)
+	keys := decisionKeys()
+	err := t.object(path, keys[:], "", func(i int, p string) error {
+		switch i {
+		case 0:
+			s, err := t.str(p)
+			selected = s
+			return err
+		case 1:
+			s, err := t.str(p)
+			if err != nil {
+				return err
+			}
+			if reason, err = scheduler.ParseReason(s); err != nil {
+				return &fieldError{p, ErrInvalidValue}
+			}
+			return nil
+		case 2:
+			eligible = []string{}
+			return t.array(p, func(_ int, ip string) error {
+				s, err := t.str(ip)
+				if err == nil && !ValidTierOrMemberID(s) {
+					err = &fieldError{ip, ErrInvalidValue}
+				}
+				eligible = append(eligible, s)
+				return err
+			})
+		default:
+			return t.array(p, func(_ int, ip string) error {
+				s, err := t.score(ip)
+				scores = append(scores, s)
+				return err
+			})
+		}
+	})
+	if err != nil {
+		return scheduler.Decision{}, err
+	}
+	d, err := scheduler.NewDecision(selected, true, reason, eligible, scores)
+	if err != nil {
+		return scheduler.Decision{}, &fieldError{path, ErrInconsistent}
+	}
+	return d, nil
+}
+
+func (t tokens) score(path string) (scheduler.Score, error) {
+	var (
+		id                    string
+		active, capacity, ppm int64
+		rank                  int64
+		unknown, hasPPM       bool
+		fresh                 scheduler.Freshness
+	)
+	keys := scoreKeys()
+	err := t.object(path, keys[:], "", func(i int, p string) error {
+		var err error
+		switch i {
+		case 0:
+			if id, err = t.str(p); err == nil && !ValidTierOrMemberID(id) {
+				err = &fieldError{p, ErrInvalidValue}
+			}
+		case 1:
+			active, _, err = t.integer(p, 0, scheduler.MaxActive, false)
+		case 2:
+			capacity, _, err = t.integer(p, 1, scheduler.MaxCapacity, false)
+		case 3:
+			unknown, err = t.boolean(p)
+		case 4:
+			ppm, hasPPM, err = t.integer(p, 0, scheduler.MaxPressurePPM, true)
+		case 5:
+			var s string
+			if s, err = t.str(p); err == nil {
+				if fresh, err = scheduler.ParseFreshness(s); err != nil {
+					err = &fieldError{p, ErrInvalidValue}
+				}
+			}
+		default:
+			rank, _, err = t.integer(p, 0, scheduler.MaxMembers-1, false)
+		}
+		return err
+	})
+	if err != nil {
+		return scheduler.Score{}, err
+	}
+	s, err := scheduler.NewScore(id, active, capacity, unknown, ppm, hasPPM, fresh, int(rank))
+	if err != nil {
+		return scheduler.Score{}, &fieldError{path, ErrInconsistent}
+	}
+	return s, nil
+}
+
+func indexOf(keys []string, k string) int {
+	for i, s := range keys {
+		if s == k {
+			return i
+		}
+	}
+	return -1
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}

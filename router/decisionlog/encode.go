@@ -1,0 +1,156 @@
+package decisionlog
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// appendJSON appends the canonical JSON object of a normalized record: fixed key order,
+// no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
+// nanoseconds, and replica_scheduler only when present. Every string it writes is a
+// validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
+// are produced directly rather than through reflection.
+func appendJSON(b []byte, r *Record) []byte {
+	b = appendStringField(b, `{"request_id":`, r.RequestID)
+	b = append(b, `,"start":"`...)
+	b = r.Start.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, '"')
+	b = appendStringField(b, `,"alias":`, r.Alias)
+	b = appendStringField(b, `,"tier":`, r.Tier)
+	b = appendStringField(b, `,"member":`, r.Member)
+	b = appendStringField(b, `,"route":`, string(r.Route))
+	b = appendStringField(b, `,"strategy":`, string(r.Strategy))
+	b = appendStringField(b, `,"outcome":`, string(r.Outcome))
+	b = appendIntField(b, `,"attempts":`, int64(r.Attempts))
+	b = appendIntField(b, `,"status":`, int64(r.Status))
+	b = appendIntField(b, `,"duration_ns":`, int64(r.Duration))
+	b = appendIntField(b, `,"first_byte_ns":`, int64(r.FirstByte))
+	if r.ReplicaScheduler != nil {
+		b = append(b, `,"replica_scheduler":`...)
+		b = appendDecision(b, r.ReplicaScheduler)
+	}
+	return append(b, '}')
+}
+
+// appendDecision writes the four canonical decision fields and, per row, the seven
+// canonical score fields; nothing else of the decision is reachable.
+func appendDecision(b []byte, d *scheduler.Decision) []byte {
+	sel, _ := d.SelectedMemberID()
+	b = appendStringField(b, `{"selected_member_id":`, sel)
+	b = appendStringField(b, `,"reason":`, d.Reason().String())
+	b = append(b, `,"eligible_member_ids":[`...)
+	for i, id := range d.EligibleMemberIDs() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, id...)
+		b = append(b, '"')
+	}
+	b = append(b, `],"scores":[`...)
+	for i, s := range d.Scores() {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = appendScore(b, s)
+	}
+	return append(b, "]}"...)
+}
+
+func appendScore(b []byte, s scheduler.Score) []byte {
+	b = appendStringField(b, `{"member_id":`, s.MemberID())
+	b = appendIntField(b, `,"local_active":`, s.LocalActive())
+	b = appendIntField(b, `,"local_capacity":`, s.LocalCapacity())
+	b = append(b, `,"upstream_unknown":`...)
+	b = strconv.AppendBool(b, s.UpstreamUnknown())
+	b = append(b, `,"upstream_pressure_ppm":`...)
+	if ppm, ok := s.UpstreamPressurePPM(); ok {
+		b = strconv.AppendInt(b, ppm, 10)
+	} else {
+		b = append(b, "null"...)
+	}
+	b = appendStringField(b, `,"freshness":`, s.Freshness().String())
+	b = appendIntField(b, `,"rotating_rank":`, int64(s.RotatingRank()))
+	return append(b, '}')
+}
+
+func appendStringField(b []byte, key, v string) []byte {
+	b = append(b, key...)
+	b = append(b, '"')
+	b = append(b, v...)
+	return append(b, '"')
+}
+
+func appendIntField(b []byte, key string, v int64) []byte {
+	b = append(b, key...)
+	return strconv.AppendInt(b, v, 10)
+}
+
+// Line formats the record as one stable key=value line for humans and text logs:
+//
+//	start=... request_id=... alias=... tier=... member=... route=... strategy=...
+//	outcome=... attempts=N status=N duration_ms=N.NNN first_byte_ms=N.NNN
+//
+// Empty values print as "-". Line applies the same normalization as Log.Add: invalid
+// IDs print as InvalidMarker, an undefined enum value prints as InvalidMarker, and the
+// suffix "replica_scheduler=capacity replica_scheduler_reason=selected
+// replica_eligible_count=N" appears only when the record is valid and carries valid
+// evidence. Full score rows belong to the JSONL and the summary only.
+func (r Record) Line() string {
+	n, err := normalize(r)
+	rec := n.rec
+	if !rec.Route.Valid() {
+		rec.Route = InvalidMarker
+	}
+	if !rec.Strategy.Valid() {
+		rec.Strategy = InvalidMarker
+	}
+	if !rec.Outcome.Valid() {
+		rec.Outcome = InvalidMarker
+	}
+	var b strings.Builder
+	b.Grow(256)
+	b.WriteString("start=")
+	b.WriteString(rec.Start.Format(time.RFC3339Nano))
+	writeKV(&b, "request_id", rec.RequestID)
+	writeKV(&b, "alias", rec.Alias)
+	writeKV(&b, "tier", rec.Tier)
+	writeKV(&b, "member", rec.Member)
+	writeKV(&b, "route", string(rec.Route))
+	writeKV(&b, "strategy", string(rec.Strategy))
+	writeKV(&b, "outcome", string(rec.Outcome))
+	writeKV(&b, "attempts", strconv.Itoa(rec.Attempts))
+	writeKV(&b, "status", strconv.Itoa(rec.Status))
+	writeKV(&b, "duration_ms", millis(rec.Duration))
+	writeKV(&b, "first_byte_ms", millis(rec.FirstByte))
+	if err == nil && rec.ReplicaScheduler != nil {
+		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")
+		b.WriteString(strconv.Itoa(rec.ReplicaScheduler.EligibleCount()))
+	}
+	return b.String()
+}
+
+func writeKV(b *strings.Builder, k, v string) {
+	if v == "" {
+		v = "-"
+	}
+	b.WriteByte(' ')
+	b.WriteString(k)
+	b.WriteByte('=')
+	b.WriteString(v)
+}
+
+// millis renders d in milliseconds with microsecond precision (truncated), using
+// integer arithmetic so the text is exact and stable.
+func millis(d time.Duration) string {
+	us := d.Microseconds()
+	sign := ""
+	if us < 0 {
+		sign, us = "-", -us
+	}
+	frac := strconv.FormatInt(us%1000, 10)
+	return sign + strconv.FormatInt(us/1000, 10) + "." + strings.Repeat("0", 3-len(frac)) + frac
+}

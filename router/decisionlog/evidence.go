@@ -1,0 +1,109 @@
+package decisionlog
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// rebuildDecision copies d through the scheduler's validating constructors, so stored
+// evidence is always something NewScore and NewDecision accept, whatever its origin.
+func rebuildDecision(d scheduler.Decision) (scheduler.Decision, error) {
+	src := d.Scores()
+	scores := make([]scheduler.Score, len(src))
+	for i, s := range src {
+		ppm, has := s.UpstreamPressurePPM()
+		c, err := scheduler.NewScore(s.MemberID(), s.LocalActive(), s.LocalCapacity(),
+			s.UpstreamUnknown(), ppm, has, s.Freshness(), s.RotatingRank())
+		if err != nil {
+			return scheduler.Decision{}, err
+		}
+		scores[i] = c
+	}
+	eligible := d.EligibleMemberIDs()
+	for _, id := range eligible {
+		if addressLike(id) {
+			return scheduler.Decision{}, errAddressID
+		}
+	}
+	sel, has := d.SelectedMemberID()
+	return scheduler.NewDecision(sel, has, d.Reason(), eligible, scores)
+}
+
+// errAddressID refuses evidence naming a member whose ID is an IP address literal.
+var errAddressID = errors.New("decisionlog: member id is an address")
+
+// evidenceFits reports whether a (validated) decision may ride on r: only a
+// capacity-strategy replica record whose member is the selected member, reason
+// selected. Refusals, direct tiers and round robin never carry evidence.
+func evidenceFits(r *Record, d scheduler.Decision) error {
+	if r.Route != RouteReplica || r.Strategy != StrategyCapacity {
+		return &fieldError{"replica_scheduler", ErrInconsistent}
+	}
+	sel, ok := d.SelectedMemberID()
+	if !ok || d.Reason() != scheduler.ReasonSelected || sel != r.Member {
+		return &fieldError{"replica_scheduler", ErrInconsistent}
+	}
+	return nil
+}
+
+// copyEvidence is the storage gate for optional evidence on an already checked record.
+func copyEvidence(r *Record, d scheduler.Decision) (scheduler.Decision, error) {
+	c, err := rebuildDecision(d)
+	if err != nil {
+		return scheduler.Decision{}, &fieldError{"replica_scheduler", ErrInvalidValue}
+	}
+	if err := evidenceFits(r, c); err != nil {
+		return scheduler.Decision{}, err
+	}
+	return c, nil
+}
+
+// ValidateEvidence checks a selected capacity decision against the tier's configured
+// membership (member ID -> configured max_concurrency): the decision must be well
+// formed with reason selected, every scored (and so every eligible) member must be
+// configured, every denominator must equal that member's ceiling, every numerator must
+// be below it, and every rotating rank must fall inside the membership. The router
+// calls it at the routing boundary; Log.Add calls it for tiers given to WithMembership.
+// Errors wrap ErrInvalidEvidence and carry fixed text.
+func ValidateEvidence(d scheduler.Decision, members map[string]int64) error {
+	if err := checkMembership(members); err != nil {
+		return err
+	}
+	c, err := rebuildDecision(d)
+	if err != nil {
+		return fmt.Errorf("%w: malformed decision", ErrInvalidEvidence)
+	}
+	if _, ok := c.SelectedMemberID(); !ok || c.Reason() != scheduler.ReasonSelected {
+		return fmt.Errorf("%w: no selected member", ErrInvalidEvidence)
+	}
+	for _, s := range c.Scores() {
+		ceiling, ok := members[s.MemberID()]
+		switch {
+		case !ok:
+			return fmt.Errorf("%w: member not configured", ErrInvalidEvidence)
+		case s.LocalCapacity() != ceiling:
+			// With the denominator pinned to the ceiling, NewScore's active < capacity is
+			// exactly "numerator below the configured ceiling".
+			return fmt.Errorf("%w: local capacity differs from the configured ceiling", ErrInvalidEvidence)
+		case s.RotatingRank() >= len(members):
+			return fmt.Errorf("%w: rotating rank outside the membership", ErrInvalidEvidence)
+		}
+	}
+	return nil
+}
+
+// checkMembership validates one tier's configured membership: 2-16 valid member IDs,
+// each with a ceiling of 1..scheduler.MaxCapacity.
+func checkMembership(members map[string]int64) error {
+	if len(members) < scheduler.MinMembers || len(members) > scheduler.MaxMembers {
+		return fmt.Errorf("%w: membership must have 2-16 members", ErrInvalidEvidence)
+	}
+	for id, ceiling := range members {
+		if !scheduler.ValidID(id) || ceiling < 1 || ceiling > scheduler.MaxCapacity {
+			return fmt.Errorf("%w: malformed membership", ErrInvalidEvidence)
+		}
+	}
+	return nil
+}

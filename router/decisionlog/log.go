@@ -1,0 +1,266 @@
+package decisionlog
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"sync/atomic"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Bounds of a Log's configuration.
+const (
+	MaxRingSize = 1_000_000
+	// MaxLineBytes bounds one JSONL line, newline excluded, for the writer (default and
+	// largest setting) and for ReadJSONL, so ingestion accepts every line a writer
+	// writes. The largest valid record (longest IDs, 16 score rows with maximal
+	// numbers) is about 4.5 KiB, so at this bound nothing valid is ever dropped.
+	MaxLineBytes = 8192
+	MinLineBytes = 256
+)
+
+// Option configures a Log.
+type Option func(*options)
+
+type options struct {
+	maxLine    int
+	membership map[string]map[string]int64
+}
+
+// WithMaxLineBytes lowers the sink's line bound (newline excluded), within
+// MinLineBytes..MaxLineBytes. A longer line is dropped whole and counted in
+// Stats.SinkOversize; it is never truncated mid-JSON. The ring still keeps the record.
+func WithMaxLineBytes(n int) Option { return func(o *options) { o.maxLine = n } }
+
+// WithMembership makes Add check replica_scheduler evidence against configured
+// membership: tier ID -> member ID -> max_concurrency, for every capacity tier. Evidence
+// on a tier absent from the map, or failing ValidateEvidence, is discarded. The map is
+// copied by New.
+func WithMembership(tiers map[string]map[string]int64) Option {
+	return func(o *options) { o.membership = tiers }
+}
+
+// Stats are a Log's counters since New.
+type Stats struct {
+	Added             uint64 // records stored in the ring
+	Rejected          uint64 // records refused by Add (ErrInvalidRecord)
+	IDsReplaced       uint64 // ID fields replaced by InvalidMarker
+	EvidenceDiscarded uint64 // malformed or misplaced replica_scheduler values dropped
+	SinkLines         uint64 // lines written to the sink in full
+	SinkOversize      uint64 // lines dropped for exceeding the line bound
+	SinkErrors        uint64 // failed or short sink writes and failed flushes
+	SinkAfterClose    uint64 // lines not written because Close had been called
+}
+
+// Log is a bounded ring of recent records plus an optional JSONL sink. It is safe for
+// concurrent use. Formatting happens outside every lock; the ring lock never covers
+// I/O; sink writes are serialized by their own lock, one Write call per line.
+type Log struct {
+	maxLine    int
+	membership map[string]map[string]int64
+
+	mu   sync.Mutex
+	ring []Record // grows to size, then wraps at next
+	size int
+	next int
+
+	sinkMu  sync.Mutex
+	sink    io.Writer // nil = none
+	closed  bool
+	partial bool // the last write was short: start the next one on a fresh line
+
+	added, rejected, idsReplaced, evidenceDiscarded     atomic.Uint64
+	sinkLines, sinkOversize, sinkErrors, sinkAfterClose atomic.Uint64
+}
+
+// New returns a Log keeping the ringSize most recent records (1..MaxRingSize) and,
+// when sink is not nil, writing each record as one JSON line to it (the server passes
+// a file opened for append). The Log does not own the sink: the caller closes it after
+// Close. Errors wrap ErrConfig or ErrInvalidEvidence.
+func New(ringSize int, sink io.Writer, opts ...Option) (*Log, error) {
+	o := options{maxLine: MaxLineBytes}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	if ringSize < 1 || ringSize > MaxRingSize {
+		return nil, fmt.Errorf("%w: ring size must be 1-%d", ErrConfig, MaxRingSize)
+	}
+	if o.maxLine < MinLineBytes || o.maxLine > MaxLineBytes {
+		return nil, fmt.Errorf("%w: line bound must be %d-%d", ErrConfig, MinLineBytes, MaxLineBytes)
+	}
+	membership, err := copyMembership(o.membership)
+	if err != nil {
+		return nil, err
+	}
+	return &Log{
+		maxLine:    o.maxLine,
+		membership: membership,
+		ring:       make([]Record, 0, min(ringSize, 1024)),
+		size:       ringSize,
+		sink:       sink,
+	}, nil
+}
+
+func copyMembership(tiers map[string]map[string]int64) (map[string]map[string]int64, error) {
+	if tiers == nil {
+		return nil, nil
+	}
+	out := make(map[string]map[string]int64, len(tiers))
+	for tier, members := range tiers {
+		if !scheduler.ValidID(tier) {
+			return nil, fmt.Errorf("%w: malformed membership", ErrInvalidEvidence)
+		}
+		if err := checkMembership(members); err != nil {
+			return nil, err
+		}
+		m := make(map[string]int64, len(members))
+		for id, c := range members {
+			m[id] = c
+		}
+		out[tier] = m
+	}
+	return out, nil
+}
+
+// Add normalizes r (see Record), stores it and writes it to the sink. It returns an
+// error wrapping ErrInvalidRecord, and stores nothing, only when r breaks a record
+// invariant; sanitized IDs and discarded evidence are counted, not errors. Sink
+// failures are counted in Stats, never returned.
+func (l *Log) Add(r Record) error {
+	n, err := normalize(r)
+	l.idsReplaced.Add(uint64(n.replacedIDs))
+	if err != nil {
+		l.rejected.Add(1)
+		return fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	rec := n.rec
+	if rec.ReplicaScheduler != nil && l.membership != nil {
+		members, ok := l.membership[rec.Tier]
+		if !ok || ValidateEvidence(*rec.ReplicaScheduler, members) != nil {
+			rec.ReplicaScheduler = nil
+			n.evidenceDiscarded = true
+		}
+	}
+	if n.evidenceDiscarded {
+		l.evidenceDiscarded.Add(1)
+	}
+	var line []byte
+	if l.sink != nil {
+		line = append(appendJSON(make([]byte, 0, 512), &rec), '\n')
+	}
+	l.push(rec)
+	if line != nil {
+		l.write(line)
+	}
+	return nil
+}
+
+func (l *Log) push(r Record) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.ring) < l.size {
+		l.ring = append(l.ring, r)
+	} else {
+		l.ring[l.next] = r
+		l.next = (l.next + 1) % l.size
+	}
+	l.added.Add(1)
+}
+
+// write sends one newline-terminated line to the sink. A short write leaves a torn
+// line behind, so the next write starts with a newline to keep later lines whole.
+func (l *Log) write(line []byte) {
+	if len(line)-1 > l.maxLine {
+		l.sinkOversize.Add(1)
+		return
+	}
+	l.sinkMu.Lock()
+	defer l.sinkMu.Unlock()
+	if l.closed {
+		l.sinkAfterClose.Add(1)
+		return
+	}
+	if l.partial {
+		line = append([]byte{'\n'}, line...)
+	}
+	n, err := l.sink.Write(line)
+	switch {
+	case n == len(line):
+		l.partial = false
+	case n > 0:
+		l.partial = true
+	}
+	if err != nil || n != len(line) {
+		l.sinkErrors.Add(1)
+		return
+	}
+	l.sinkLines.Add(1)
+}
+
+// Recent returns copies of the n most recent records, oldest first and newest last;
+// fewer when fewer are held, none when n <= 0.
+func (l *Log) Recent(n int) []Record {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n = min(n, len(l.ring))
+	if n <= 0 {
+		return nil
+	}
+	out := make([]Record, n)
+	// The oldest record sits at next once the ring has wrapped, at 0 before.
+	start := (l.next + len(l.ring) - n) % len(l.ring)
+	for i := range out {
+		out[i] = l.ring[(start+i)%len(l.ring)].clone()
+	}
+	return out
+}
+
+// Stats returns the counters. Each is read atomically; together they are not one
+// snapshot.
+func (l *Log) Stats() Stats {
+	return Stats{
+		Added:             l.added.Load(),
+		Rejected:          l.rejected.Load(),
+		IDsReplaced:       l.idsReplaced.Load(),
+		EvidenceDiscarded: l.evidenceDiscarded.Load(),
+		SinkLines:         l.sinkLines.Load(),
+		SinkOversize:      l.sinkOversize.Load(),
+		SinkErrors:        l.sinkErrors.Load(),
+		SinkAfterClose:    l.sinkAfterClose.Load(),
+	}
+}
+
+// flusher is the buffering a sink may have (bufio.Writer has it).
+type flusher interface{ Flush() error }
+
+// Flush flushes the sink's own buffering when it has any (a Flush() error method);
+// lines are otherwise written as they are added. A failure is counted and returned.
+func (l *Log) Flush() error {
+	l.sinkMu.Lock()
+	defer l.sinkMu.Unlock()
+	return l.flushLocked()
+}
+
+func (l *Log) flushLocked() error {
+	f, ok := l.sink.(flusher)
+	if !ok || l.closed {
+		return nil
+	}
+	if err := f.Flush(); err != nil {
+		l.sinkErrors.Add(1)
+		return fmt.Errorf("decisionlog: flush sink: %w", err)
+	}
+	return nil
+}
+
+// Close flushes the sink and stops writing to it, so the caller may close the file;
+// later records still reach the ring and are counted in Stats.SinkAfterClose. Close is
+// idempotent.
+func (l *Log) Close() error {
+	l.sinkMu.Lock()
+	defer l.sinkMu.Unlock()
+	err := l.flushLocked()
+	l.closed = true
+	return err
+}

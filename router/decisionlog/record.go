@@ -1,0 +1,346 @@
+package decisionlog
+
+import (
+	"net/netip"
+	"strings"
+	"time"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Route is how a request was routed. The empty route means the request was refused
+// before it resolved to a tier.
+type Route string
+
+// The closed set of routes.
+const (
+	RouteNone    Route = ""
+	RouteDirect  Route = "direct"
+	RouteReplica Route = "replica"
+)
+
+// Valid reports whether r is one of the defined routes.
+func (r Route) Valid() bool { return r == RouteNone || r == RouteDirect || r == RouteReplica }
+
+// Strategy is the replica selection strategy of the record's tier; empty for direct
+// tiers and unrouted requests.
+type Strategy string
+
+// The closed set of strategies.
+const (
+	StrategyNone       Strategy = ""
+	StrategyRoundRobin Strategy = "round_robin"
+	StrategyCapacity   Strategy = "capacity"
+)
+
+// Valid reports whether s is one of the defined strategies.
+func (s Strategy) Valid() bool {
+	return s == StrategyNone || s == StrategyRoundRobin || s == StrategyCapacity
+}
+
+// Outcome is the terminal class of a request. The relay outcomes share their spelling
+// with router/relay, so the server converts with Outcome(result.Outcome).
+type Outcome string
+
+// The closed set of outcomes.
+const (
+	OutcomeSuccess                Outcome = "success"
+	OutcomeRefused                Outcome = "refused"      // a request gate or validation refused it
+	OutcomeNotAdmitted            Outcome = "not_admitted" // quiesced or exhausted capacity
+	OutcomeUpstreamHTTPError      Outcome = "upstream_http_error"
+	OutcomeUpstreamTimeout        Outcome = "upstream_timeout"
+	OutcomeUpstreamTransportError Outcome = "upstream_transport_error"
+	OutcomeClientCanceled         Outcome = "client_canceled"
+	OutcomeMalformedStream        Outcome = "malformed_stream"
+	OutcomeStreamTruncated        Outcome = "stream_truncated"
+)
+
+// Outcomes lists every outcome in a fixed order.
+func Outcomes() []Outcome {
+	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
+		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
+		OutcomeMalformedStream, OutcomeStreamTruncated}
+}
+
+// Valid reports whether o is one of the defined outcomes.
+func (o Outcome) Valid() bool {
+	_, _, ok := o.attemptRange()
+	return ok
+}
+
+// Admitted reports whether the outcome implies the request held a lease.
+func (o Outcome) Admitted() bool { return o.Valid() && o != OutcomeRefused && o != OutcomeNotAdmitted }
+
+// attemptRange is the one-attempt accounting: refusals never reach an upstream, every
+// upstream-derived outcome made exactly one attempt, and a cancellation may land on
+// either side of the attempt.
+func (o Outcome) attemptRange() (lo, hi int, ok bool) {
+	switch o {
+	case OutcomeRefused, OutcomeNotAdmitted:
+		return 0, 0, true
+	case OutcomeClientCanceled:
+		return 0, 1, true
+	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
+		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated:
+		return 1, 1, true
+	}
+	return 0, 0, false
+}
+
+// Bounds of the record fields.
+const (
+	// InvalidMarker replaces an ID that fails its grammar. It cannot collide with a
+	// valid ID because no grammar allows a leading '-'.
+	InvalidMarker = "-invalid-"
+
+	MaxRequestIDLength = 128
+	MaxAliasLength     = 128
+	// MaxDuration bounds Duration and FirstByte: serialized integers stay below 2^53.
+	MaxDuration = time.Duration(1<<53 - 1)
+)
+
+// Record is one request's decision record. Its fields are IDs, enums and numbers only.
+//
+// Invariants enforced by Log.Add (a record breaking one is refused, see checkFields):
+//   - Route, Strategy and Outcome are defined values; Attempts is 0 or 1 and matches
+//     the outcome (0 for refused/not_admitted, 1 for upstream outcomes);
+//   - Status is 0 (nothing sent) or 100-599; Start is a non-zero time in years
+//     1-9999; Duration and FirstByte are 0..MaxDuration;
+//   - RouteNone has no tier, member or strategy and no attempt; RouteDirect has a tier,
+//     no member and no strategy; RouteReplica has a tier and a strategy, and a member
+//     whenever an attempt was made.
+//
+// IDs are sanitized instead (ValidRequestID, ValidAlias, ValidTierOrMemberID): a
+// failing ID becomes InvalidMarker, as does an empty RequestID; an empty Alias, Tier or
+// Member means "none". No ID may be an IP address, with or without a port. The server
+// records only configured aliases, never the caller's unresolved model string.
+type Record struct {
+	RequestID string
+	Alias     string
+	Tier      string
+	Member    string
+	Route     Route
+	Strategy  Strategy
+	Outcome   Outcome
+	Attempts  int
+	Status    int
+	Start     time.Time
+	Duration  time.Duration
+	FirstByte time.Duration
+
+	// ReplicaScheduler is the capacity lease's decision. It is kept only for a
+	// capacity-strategy replica record whose Member is the decision's selected member
+	// with reason selected; otherwise, or when malformed, it is discarded and the
+	// record kept. Stored records hold a private copy rebuilt through the scheduler's
+	// validating constructors.
+	ReplicaScheduler *scheduler.Decision
+}
+
+// ValidRequestID reports whether s is a storable request ID: 1-128 characters of
+// [A-Za-z0-9._-], starting alphanumeric, and not an IP address.
+func ValidRequestID(s string) bool {
+	if len(s) == 0 || len(s) > MaxRequestIDLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-'):
+		default:
+			return false
+		}
+	}
+	return !addressLike(s)
+}
+
+// ValidAlias reports whether s is a storable alias: the config alias grammar, minus
+// anything shaped like a URL ("//") or an IP address with or without a port.
+func ValidAlias(s string) bool {
+	if len(s) == 0 || len(s) > MaxAliasLength {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case i > 0 && (c == '.' || c == '_' || c == '-' || c == '/' || c == ':'):
+		default:
+			return false
+		}
+	}
+	return !strings.Contains(s, "//") && !addressLike(s)
+}
+
+// ValidTierOrMemberID reports whether s is a storable tier or member ID:
+// scheduler.ValidID, minus IP address literals, which that grammar admits ("10.0.0.5")
+// but a decision record must never carry.
+func ValidTierOrMemberID(s string) bool { return scheduler.ValidID(s) && !addressLike(s) }
+
+// addressLike reports whether s parses as an IP address, with or without a port.
+// Strings that cannot be addresses are ruled out first: the parsers allocate their
+// errors, and Add checks four IDs per record.
+func addressLike(s string) bool {
+	if !strings.ContainsAny(s, "%[") && strings.IndexFunc(s, notAddressRune) >= 0 {
+		return false
+	}
+	if _, err := netip.ParseAddr(s); err == nil {
+		return true
+	}
+	_, err := netip.ParseAddrPort(s)
+	return err == nil
+}
+
+// idRule is the grammar of one ID field, named by its JSON key.
+type idRule struct {
+	name     string
+	valid    func(string) bool
+	optional bool // empty means "none" rather than invalid
+}
+
+// accepts reports whether v is a value the field may hold after sanitizing.
+func (f idRule) accepts(v string) bool {
+	return v == InvalidMarker || (f.optional && v == "") || f.valid(v)
+}
+
+func requestIDRule() idRule { return idRule{"request_id", ValidRequestID, false} }
+func aliasRule() idRule     { return idRule{"alias", ValidAlias, true} }
+func tierRule() idRule      { return idRule{"tier", ValidTierOrMemberID, true} }
+func memberRule() idRule    { return idRule{"member", ValidTierOrMemberID, true} }
+
+// sanitizeIDs replaces every unacceptable ID by InvalidMarker and returns how many it
+// replaced. The fields are listed out rather than reached through accessor closures,
+// which would move every record to the heap.
+func sanitizeIDs(r *Record) int {
+	n := 0
+	for _, f := range [...]struct {
+		p    *string
+		rule idRule
+	}{{&r.RequestID, requestIDRule()}, {&r.Alias, aliasRule()}, {&r.Tier, tierRule()}, {&r.Member, memberRule()}} {
+		if !f.rule.accepts(*f.p) {
+			*f.p = InvalidMarker
+			n++
+		}
+	}
+	return n
+}
+
+// checkIDs is the strict form used by ingestion: the first unacceptable ID field.
+func checkIDs(r *Record) error {
+	for _, f := range [...]struct {
+		v    string
+		rule idRule
+	}{{r.RequestID, requestIDRule()}, {r.Alias, aliasRule()}, {r.Tier, tierRule()}, {r.Member, memberRule()}} {
+		if !f.rule.accepts(f.v) {
+			return &fieldError{f.rule.name, ErrInvalidValue}
+		}
+	}
+	return nil
+}
+
+// checkFields enforces the record invariants listed on Record. IDs are assumed
+// sanitized; evidence is checked separately because it is optional.
+func checkFields(r *Record) error {
+	switch {
+	case !r.Route.Valid():
+		return &fieldError{"route", ErrInvalidValue}
+	case !r.Strategy.Valid():
+		return &fieldError{"strategy", ErrInvalidValue}
+	case !r.Outcome.Valid():
+		return &fieldError{"outcome", ErrInvalidValue}
+	case r.Attempts < 0 || r.Attempts > 1:
+		return &fieldError{"attempts", ErrInvalidValue}
+	case r.Status != 0 && (r.Status < 100 || r.Status > 599):
+		return &fieldError{"status", ErrInvalidValue}
+	case r.Start.IsZero() || r.Start.Year() < 1 || r.Start.Year() > 9999:
+		return &fieldError{"start", ErrInvalidValue}
+	case r.Duration < 0 || r.Duration > MaxDuration:
+		return &fieldError{"duration_ns", ErrInvalidValue}
+	case r.FirstByte < 0 || r.FirstByte > MaxDuration:
+		return &fieldError{"first_byte_ns", ErrInvalidValue}
+	}
+	if lo, hi, _ := r.Outcome.attemptRange(); r.Attempts < lo || r.Attempts > hi {
+		return &fieldError{"attempts", ErrInconsistent}
+	}
+	return checkRoute(r)
+}
+
+// checkRoute enforces which fields each route kind carries.
+func checkRoute(r *Record) error {
+	switch r.Route {
+	case RouteNone:
+		switch {
+		case r.Tier != "":
+			return &fieldError{"tier", ErrInconsistent}
+		case r.Member != "":
+			return &fieldError{"member", ErrInconsistent}
+		case r.Strategy != StrategyNone:
+			return &fieldError{"strategy", ErrInconsistent}
+		case r.Attempts != 0:
+			return &fieldError{"attempts", ErrInconsistent}
+		}
+	case RouteDirect:
+		switch {
+		case r.Tier == "":
+			return &fieldError{"tier", ErrInconsistent}
+		case r.Member != "":
+			return &fieldError{"member", ErrInconsistent}
+		case r.Strategy != StrategyNone:
+			return &fieldError{"strategy", ErrInconsistent}
+		}
+	case RouteReplica:
+		switch {
+		case r.Tier == "":
+			return &fieldError{"tier", ErrInconsistent}
+		case r.Strategy == StrategyNone:
+			return &fieldError{"strategy", ErrInconsistent}
+		case r.Attempts == 1 && r.Member == "":
+			return &fieldError{"member", ErrInconsistent}
+		}
+	}
+	return nil
+}
+
+// normalized is a record ready for storage plus what normalization changed.
+type normalized struct {
+	rec               Record
+	replacedIDs       int
+	evidenceDiscarded bool
+}
+
+// normalize is the one storage rule shared by the ring, the sink, Line and Summarize:
+// sanitize IDs, put Start in UTC without a monotonic reading (as it serializes), refuse
+// broken invariants, and keep the evidence only as a validated private copy.
+func normalize(r Record) (normalized, error) {
+	n := normalized{rec: r}
+	n.replacedIDs = sanitizeIDs(&n.rec)
+	n.rec.Start = n.rec.Start.UTC()
+	if err := checkFields(&n.rec); err != nil {
+		return n, err
+	}
+	if r.ReplicaScheduler != nil {
+		d, err := copyEvidence(&n.rec, *r.ReplicaScheduler)
+		if err != nil {
+			n.rec.ReplicaScheduler = nil
+			n.evidenceDiscarded = true
+		} else {
+			n.rec.ReplicaScheduler = &d
+		}
+	}
+	return n, nil
+}
+
+// clone returns r with its own copy of the evidence, so a caller overwriting
+// *ReplicaScheduler cannot reach stored state.
+func (r Record) clone() Record {
+	if r.ReplicaScheduler != nil {
+		d := *r.ReplicaScheduler
+		r.ReplicaScheduler = &d
+	}
+	return r
+}
+
+// notAddressRune reports a rune that no zoneless IP address or IPv4 address:port holds.
+func notAddressRune(r rune) bool {
+	return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '.' || r == ':')
+}

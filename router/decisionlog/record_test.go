@@ -1,0 +1,213 @@
+package decisionlog
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestValidRequestID(t *testing.T) {
+	for _, ok := range []string{"a", "Z9", "0b6f6d1e-8c1f-4b7a-9b9e-2f1c1d2e3f4a", "req_1.2-3",
+		strings.Repeat("A", MaxRequestIDLength)} {
+		assert.True(t, ValidRequestID(ok), ok)
+	}
+	for _, bad := range []string{"", "-lead", ".lead", "_lead", "a b", "a/b", "a:b", "a@b", "a=b", "a\nb",
+		"ä", "Bearer abc", strings.Repeat("A", MaxRequestIDLength+1), InvalidMarker} {
+		assert.False(t, ValidRequestID(bad), bad)
+	}
+}
+
+func TestValidAlias(t *testing.T) {
+	for _, ok := range []string{"chat", "meta-llama/llama-3.1-8b-instruct", "qwen2.5:7b", "a.b_c-d",
+		strings.Repeat("a", MaxAliasLength)} {
+		assert.True(t, ValidAlias(ok), ok)
+	}
+	for _, bad := range []string{"", "Chat", "/chat", ":chat", "a b", "http://x", "https://h/v1",
+		"a//b", "10.0.0.1", "10.0.0.1:8000", "fe80::1", "127.0.0.1:1", "a@b", "a?b", "a=b",
+		strings.Repeat("a", MaxAliasLength+1), InvalidMarker} {
+		assert.False(t, ValidAlias(bad), bad)
+	}
+}
+
+func TestAddRefusesBrokenInvariants(t *testing.T) {
+	cases := []struct {
+		name string
+		edit func(*Record)
+		want string
+	}{
+		{"undefined route", func(r *Record) { r.Route = "sideways" }, "route: invalid value"},
+		{"undefined strategy", func(r *Record) { r.Strategy = "random" }, "strategy: invalid value"},
+		{"undefined outcome", func(r *Record) { r.Outcome = "boom" }, "outcome: invalid value"},
+		{"empty outcome", func(r *Record) { r.Outcome = "" }, "outcome: invalid value"},
+		{"attempts 2", func(r *Record) { r.Attempts = 2 }, "attempts: invalid value"},
+		{"attempts -1", func(r *Record) { r.Attempts = -1 }, "attempts: invalid value"},
+		{"status 99", func(r *Record) { r.Status = 99 }, "status: invalid value"},
+		{"status 600", func(r *Record) { r.Status = 600 }, "status: invalid value"},
+		{"zero start", func(r *Record) { r.Start = time.Time{} }, "start: invalid value"},
+		{"start year 10000", func(r *Record) { r.Start = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }, "start: invalid value"},
+		{"negative duration", func(r *Record) { r.Duration = -1 }, "duration_ns: invalid value"},
+		{"huge duration", func(r *Record) { r.Duration = MaxDuration + 1 }, "duration_ns: invalid value"},
+		{"negative first byte", func(r *Record) { r.FirstByte = -1 }, "first_byte_ns: invalid value"},
+		{"success without attempt", func(r *Record) { r.Attempts = 0 }, "attempts: inconsistent with other fields"},
+		{"refused with attempt", func(r *Record) { r.Outcome = OutcomeRefused }, "attempts: inconsistent with other fields"},
+		{"direct with member", func(r *Record) { r.Member = "m1" }, "member: inconsistent with other fields"},
+		{"direct with strategy", func(r *Record) { r.Strategy = StrategyRoundRobin }, "strategy: inconsistent with other fields"},
+		{"direct without tier", func(r *Record) { r.Tier = "" }, "tier: inconsistent with other fields"},
+		{"replica without strategy", func(r *Record) { r.Route = RouteReplica; r.Member = "m1" }, "strategy: inconsistent with other fields"},
+		{"replica attempt without member", func(r *Record) { r.Route = RouteReplica; r.Strategy = StrategyCapacity }, "member: inconsistent with other fields"},
+		{"replica without tier", func(r *Record) {
+			r.Route, r.Strategy, r.Member, r.Tier = RouteReplica, StrategyCapacity, "m1", ""
+		}, "tier: inconsistent with other fields"},
+		{"unrouted with tier", func(r *Record) { r.Route = RouteNone; r.Attempts = 0; r.Outcome = OutcomeRefused }, "tier: inconsistent with other fields"},
+		{"unrouted with attempt", func(r *Record) { r.Route = RouteNone; r.Tier = "" }, "attempts: inconsistent with other fields"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var sink bytes.Buffer
+			l := mustLog(t, 4, &sink)
+			r := directRecord()
+			tc.edit(&r)
+			err := l.Add(r)
+			require.ErrorIs(t, err, ErrInvalidRecord)
+			assert.Equal(t, "decisionlog: invalid record: "+tc.want, err.Error())
+			assert.Empty(t, l.Recent(1))
+			assert.Zero(t, sink.Len())
+			assert.Equal(t, uint64(1), l.Stats().Rejected)
+		})
+	}
+}
+
+func TestAcceptedEdgeRecords(t *testing.T) {
+	canceledBefore := capacityRecord(t)
+	canceledBefore.Outcome, canceledBefore.Attempts, canceledBefore.Status = OutcomeClientCanceled, 0, 0
+	canceledAfter := roundRobinRecord()
+	canceledAfter.Outcome = OutcomeClientCanceled
+	unrouted := refusedRecord()
+	unrouted.Outcome = OutcomeClientCanceled
+	l := mustLog(t, 8, nil)
+	for _, r := range []Record{canceledBefore, canceledAfter, unrouted, notAdmittedRecord()} {
+		assert.NoError(t, l.Add(r))
+	}
+	assert.NotNil(t, l.Recent(4)[0].ReplicaScheduler, "a canceled selection keeps its captured evidence")
+}
+
+func TestIDsAreSanitized(t *testing.T) {
+	l := mustLog(t, 4, nil)
+	r := roundRobinRecord()
+	r.RequestID = ""
+	r.Tier = "Pool"
+	r.Member = "m1:8000"
+	r.Alias = "chat model"
+	require.NoError(t, l.Add(r))
+	got := l.Recent(1)[0]
+	assert.Equal(t, InvalidMarker, got.RequestID, "an empty request ID is invalid")
+	assert.Equal(t, InvalidMarker, got.Tier)
+	assert.Equal(t, InvalidMarker, got.Member)
+	assert.Equal(t, InvalidMarker, got.Alias)
+	assert.Equal(t, uint64(4), l.Stats().IDsReplaced)
+
+	empty := refusedRecord()
+	require.NoError(t, l.Add(empty))
+	assert.Equal(t, "", l.Recent(1)[0].Alias, "empty optional IDs mean none")
+}
+
+// sensitive are strings that must never reach any surface: URLs, addresses,
+// credentials, prompts, bodies, raw metrics and raw errors.
+var sensitive = []string{
+	"http://10.1.2.3:8000/v1/chat/completions",
+	"https://api.example.com",
+	"10.1.2.3:8000",
+	"10.1.2.3",
+	"[::1]:9000",
+	"fe80::1",
+	"Bearer sk-secret-token",
+	"Authorization: Basic dXNlcjpwYXNz",
+	"Tell me a story about dragons",
+	`{"messages":[{"role":"user","content":"hi"}]}`,
+	`vllm:num_requests_running{model_name="m"} 3`,
+	"dial tcp 10.1.2.3:8000: connect: connection refused",
+	"context deadline exceeded (Client.Timeout exceeded while awaiting headers)",
+	"user@example.com",
+}
+
+func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
+	var sink bytes.Buffer
+	l := mustLog(t, 64, &sink)
+	var lines strings.Builder
+	var all []Record
+	for _, s := range sensitive {
+		for field := range 4 {
+			r := capacityRecord(t)
+			switch field {
+			case 0:
+				r.RequestID = s
+			case 1:
+				r.Alias = s
+			case 2:
+				r.Tier = s
+			case 3:
+				r.Member = s // also breaks the evidence pairing
+			}
+			require.NoError(t, l.Add(r))
+			lines.WriteString(r.Line() + "\n")
+			all = append(all, r)
+		}
+	}
+	sum := Summarize(all)
+	sumJSON, err := json.Marshal(sum)
+	require.NoError(t, err)
+	var recent strings.Builder
+	for _, r := range l.Recent(64) {
+		recent.WriteString(strings.Join([]string{r.RequestID, r.Alias, r.Tier, r.Member,
+			string(r.Route), string(r.Strategy), string(r.Outcome)}, " ") + "\n")
+	}
+	surfaces := map[string]string{
+		"sink": sink.String(), "line": lines.String(), "recent": recent.String(),
+		"summary text": sum.Text(), "summary json": string(sumJSON),
+	}
+	for name, text := range surfaces {
+		for _, s := range sensitive {
+			assert.NotContains(t, text, s, "surface %s", name)
+		}
+		for _, frag := range []string{"://", "10.1.2.3", "Bearer", "sk-secret", "dragons", "refused", "deadline"} {
+			if frag == "refused" { // an outcome name; only the raw error text is forbidden
+				continue
+			}
+			assert.NotContains(t, text, frag, "surface %s", name)
+		}
+	}
+	assert.Equal(t, uint64(len(sensitive)*4), l.Stats().IDsReplaced)
+	assert.Equal(t, uint64(len(sensitive)), l.Stats().EvidenceDiscarded, "member changes discard evidence")
+}
+
+// TestRecordCarriesNoFreeText pins the field set: a new string field would need its
+// own grammar before it could be added.
+func TestRecordCarriesNoFreeText(t *testing.T) {
+	r := capacityRecord(t)
+	n, err := normalize(r)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(appendJSON(nil, &n.rec), &m))
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	want := recordKeys()
+	assert.ElementsMatch(t, want[:], keys)
+}
+
+func TestAddressLike(t *testing.T) {
+	for _, yes := range []string{"10.0.0.1", "10.0.0.1:8000", "::1", "fe80::1", "FE80::1", "fe80::1%eth0",
+		"[::1]:80", "[fe80::1%eth0]:80", "::ffff:10.0.0.1", "0.0.0.0"} {
+		assert.True(t, addressLike(yes), yes)
+	}
+	for _, no := range []string{"", "m1", "pool", "deadbeef", "a.b", "10.0.0", "10.0.0.1.2", "1e3", "cafe:babe",
+		"10.0.0.1:", "10.0.0.1:99999", "host:80"} {
+		assert.False(t, addressLike(no), no)
+	}
+}
