@@ -1,0 +1,116 @@
+package readiness
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// maxModelsBody bounds the /v1/models body the prober reads. A real model list is a few hundred bytes.
+const maxModelsBody = 1 << 20
+
+// Prober probes every target in the background and records completed verdicts into its State.
+type Prober struct {
+	client   *http.Client
+	targets  []Target
+	state    *State
+	interval time.Duration
+	timeout  time.Duration
+}
+
+// NewProber returns a prober for targets. interval is the pause between rounds; timeout bounds each
+// member's whole probe (both requests).
+func NewProber(client *http.Client, targets []Target, interval, timeout time.Duration) *Prober {
+	ts := append([]Target(nil), targets...)
+	return &Prober{client: client, targets: ts, state: NewState(ts), interval: interval, timeout: timeout}
+}
+
+// State returns the verdict store the request path reads.
+func (p *Prober) State() *State { return p.state }
+
+// Run probes every member once per interval until ctx is done. Members are probed concurrently so one
+// hung member never delays another's verdict.
+func (p *Prober) Run(ctx context.Context) {
+	t := time.NewTimer(0)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		p.ProbeAll(ctx)
+		t.Reset(p.interval)
+	}
+}
+
+// ProbeAll runs one round over every member and returns when all verdicts are recorded.
+func (p *Prober) ProbeAll(ctx context.Context) {
+	var wg sync.WaitGroup
+	for _, tg := range p.targets {
+		wg.Go(func() {
+			v := p.Probe(ctx, tg)
+			if ctx.Err() == nil {
+				_ = p.state.Record(tg.Tier, tg.Member, v)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+// ProbeMember probes one registered member now and records the verdict; member readmission uses it so
+// only that member's readiness is verified.
+func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict, error) {
+	for _, tg := range p.targets {
+		if tg.Tier == tier && tg.Member == member {
+			v := p.Probe(ctx, tg)
+			return v, p.state.Record(tier, member, v)
+		}
+	}
+	return Unprobed, ErrUnknownMember
+}
+
+// Probe checks one target: /v1/models first (identity), then /health.
+func (p *Prober) Probe(ctx context.Context, tg Target) Verdict {
+	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	defer cancel()
+	base := strings.TrimRight(tg.BaseURL, "/")
+	status, body, err := p.get(ctx, base+"/v1/models", maxModelsBody)
+	switch {
+	case err != nil:
+		return Unreachable
+	case status != http.StatusOK || !ListsExactly(body, tg.ServedModel):
+		return WrongModel
+	}
+	status, _, err = p.get(ctx, base+"/health", 0)
+	switch {
+	case err != nil:
+		return Unreachable
+	case status != http.StatusOK:
+		return Unhealthy
+	}
+	return Ready
+}
+
+func (p *Prober) get(ctx context.Context, url string, limit int64) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := p.client.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, limit+1))
+	if err != nil {
+		return 0, nil, err
+	}
+	if int64(len(body)) > limit {
+		body = nil // oversized: never trusted
+	}
+	return resp.StatusCode, body, nil
+}

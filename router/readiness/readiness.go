@@ -1,0 +1,137 @@
+// Package readiness decides whether each replica member is ready to serve: its /v1/models must list
+// exactly the tier's served model and its /health must answer 200.
+//
+// The package is a small core (State: the latest completed verdict per member, read without waiting) and
+// a thin shell (Prober: background probes with bounded timeouts). The request path only ever calls
+// State.Snapshot, which copies the last completed verdicts and never waits on I/O.
+package readiness
+
+import (
+	"encoding/json"
+	"errors"
+	"sort"
+	"sync"
+)
+
+// Target is one member to probe: the tier it belongs to, its safe ID, its base URL and the exact model
+// name the tier serves.
+type Target struct {
+	Tier        string
+	Member      string
+	BaseURL     string
+	ServedModel string
+}
+
+// Verdict is the classified result of one probe. Only Ready admits traffic; the other values exist so
+// operators can see why a member is out (never with raw error text).
+type Verdict uint8
+
+const (
+	// Unprobed is the state before the first completed probe: not ready.
+	Unprobed Verdict = iota
+	// Ready means /v1/models listed exactly the served model and /health answered 200.
+	Ready
+	// Unreachable means a transport error or timeout.
+	Unreachable
+	// Unhealthy means /health answered something other than 200.
+	Unhealthy
+	// WrongModel means /v1/models answered but did not list exactly the served model.
+	WrongModel
+)
+
+var verdictNames = [...]string{"unprobed", "ready", "unreachable", "unhealthy", "wrong_model"}
+
+func (v Verdict) String() string {
+	if int(v) < len(verdictNames) {
+		return verdictNames[v]
+	}
+	return "invalid"
+}
+
+// State holds the latest completed verdict of every registered member. It is safe for concurrent use.
+type State struct {
+	mu    sync.RWMutex
+	tiers map[string]map[string]Verdict
+}
+
+// ErrUnknownMember is returned when a verdict names a member that was never registered.
+var ErrUnknownMember = errors.New("readiness: unknown member")
+
+// NewState registers the members; every one starts Unprobed.
+func NewState(targets []Target) *State {
+	s := &State{tiers: make(map[string]map[string]Verdict)}
+	for _, t := range targets {
+		m := s.tiers[t.Tier]
+		if m == nil {
+			m = make(map[string]Verdict)
+			s.tiers[t.Tier] = m
+		}
+		m[t.Member] = Unprobed
+	}
+	return s
+}
+
+// Record stores a completed verdict for a registered member.
+func (s *State) Record(tier, member string, v Verdict) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m, ok := s.tiers[tier]
+	if !ok {
+		return ErrUnknownMember
+	}
+	if _, ok := m[member]; !ok {
+		return ErrUnknownMember
+	}
+	m[member] = v
+	return nil
+}
+
+// Snapshot returns a detached member -> ready mapping for one tier (nil for an unknown tier). It never
+// waits on I/O: it reads the last completed verdicts.
+func (s *State) Snapshot(tier string) map[string]bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m, ok := s.tiers[tier]
+	if !ok {
+		return nil
+	}
+	out := make(map[string]bool, len(m))
+	for id, v := range m {
+		out[id] = v == Ready
+	}
+	return out
+}
+
+// MemberVerdict is one row of Verdicts.
+type MemberVerdict struct {
+	Member  string
+	Verdict Verdict
+}
+
+// Verdicts returns the latest verdicts of one tier sorted by member ID, for operator surfaces.
+func (s *State) Verdicts(tier string) []MemberVerdict {
+	s.mu.RLock()
+	m := s.tiers[tier]
+	out := make([]MemberVerdict, 0, len(m))
+	for id, v := range m {
+		out = append(out, MemberVerdict{Member: id, Verdict: v})
+	}
+	s.mu.RUnlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Member < out[j].Member })
+	return out
+}
+
+// ListsExactly reports whether an OpenAI /v1/models body lists exactly one model, the served one. A
+// member that serves extra models (adapters, another base model) is not the qualified replica the tier
+// declares, so it is not ready.
+func ListsExactly(body []byte, served string) bool {
+	var list struct {
+		Data []struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(body, &list); err != nil {
+		return false
+	}
+	return len(list.Data) == 1 && list.Data[0].ID == served
+}

@@ -1,0 +1,65 @@
+// Package relay makes exactly one upstream attempt for an admitted request and writes the upstream's
+// answer to the caller: ordinary responses whole, SSE streams event by event with a flush after each.
+//
+// The package never retries, never follows a redirect and never calls a second URL: one Do is one
+// dispatch (Result.Attempts is always 1). It knows nothing about leases; the caller owns the lease and
+// releases it once Do returns, whatever the outcome.
+//
+// # What the upstream receives
+//
+// The upstream request is built from scratch, so no header of the caller's request (its Authorization,
+// cookies, hop-by-hop headers) can leak through. It carries only Content-Type: application/json, Accept
+// (text/event-stream for streams, application/json otherwise), Accept-Encoding: identity, a fixed
+// User-Agent, X-Request-ID when the ID is a valid header value, and Authorization: Bearer <APIKey> when an
+// upstream key is configured. The client's context is the parent of the upstream request's context, so a
+// client disconnect cancels the upstream call.
+//
+// # What the caller must do
+//
+// Pass an unwritten ResponseWriter (gin's and net/http's implement http.Flusher; others still get every
+// byte, unflushed) and the request's own context. Read the caller's request body to the end before Do:
+// net/http only notices a client disconnect, and cancels the request context, once the body is consumed.
+// A server WriteTimeout also bounds streams; Options.Timeout is the relay's own bound.
+//
+// # First byte
+//
+// The first byte is the first byte of the upstream response body (or the end of an empty body), not the
+// status line: vLLM sends SSE headers before it has a token. Nothing is written to the client before that
+// byte arrives, so every failure up to it gets a clean HTTP error.
+//
+// # What the client gets
+//
+// Errors generated here use OpenAI's shape {"error":{"message","type","param","code"}} with a fixed
+// message, type "upstream_error" and the outcome as code. They never contain the upstream URL, address or
+// any Go error text; Result.Err likewise only ever holds one of this package's sentinel errors.
+//
+//	before anything is written:
+//	  transport error                       502 upstream_transport_error
+//	  first-byte or overall timeout         504 upstream_timeout
+//	  ordinary body over MaxResponseBytes   502 upstream_transport_error (Err = ErrResponseTooLarge)
+//	  SSE malformed before the first event  502 malformed_stream
+//	  SSE ended before the first event      502 stream_truncated
+//	  client canceled                       nothing (Result.Status = 499)
+//	ordinary response (any status)          upstream status, Content-Type, Retry-After on errors, the body
+//	                                        unchanged; non-2xx is outcome upstream_http_error
+//	SSE (2xx, text/event-stream)            headers with the first well-formed block, then every block as it
+//	                                        arrives, flushed, with LF line endings
+//	  data: [DONE]                          relayed, then the relay stops: success
+//	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
+//	  upstream error event                  relayed unchanged; outcome upstream_http_error (first error wins)
+//	  malformed or oversized event          the bad event is dropped; the client gets one
+//	                                        data: {"error":{...,"code":"malformed_stream"}} event, then EOF
+//	  upstream closes or resets early       data: {"error":{...,"code":"stream_truncated"}}, then EOF
+//	  overall timeout mid-stream            data: {"error":{...,"code":"upstream_timeout"}}, then EOF
+//	  client canceled mid-stream            nothing more (the upstream request is canceled)
+//
+// An error event is never followed by data: [DONE]: [DONE] means a complete stream.
+//
+// # SSE well-formedness
+//
+// Lines end in LF or CRLF (a bare CR inside a line is refused, never reinterpreted). Each non-blank line
+// is a comment (":...") or one of the fields data, event, id, retry; any other field name is malformed.
+// An event's joined data must be exactly "[DONE]" (a single data line) or valid JSON. A block without data
+// lines (a keep-alive comment, say) is relayed as is. An event, including its lines and terminator, may
+// not exceed MaxEventBytes; memory per stream is bounded by that and the read buffer.
+package relay

@@ -1,0 +1,84 @@
+package relay
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// Sentinel errors carried in Result.Err. They are fixed classes: no upstream address, URL or Go error
+// text ever reaches a Result.
+var (
+	// ErrTransport: the upstream could not be reached or the connection failed before a usable response.
+	ErrTransport = errors.New("relay: upstream transport error")
+	// ErrFirstByteTimeout: no response body byte arrived within Options.FirstByteTimeout.
+	ErrFirstByteTimeout = errors.New("relay: upstream first byte timeout")
+	// ErrTimeout: the whole attempt exceeded Options.Timeout (or the HTTP client's own timeout).
+	ErrTimeout = errors.New("relay: upstream timeout")
+	// ErrClientCanceled: the client's context ended or writing to the client failed.
+	ErrClientCanceled = errors.New("relay: client canceled")
+	// ErrResponseTooLarge: an ordinary response body exceeded Options.MaxResponseBytes.
+	ErrResponseTooLarge = errors.New("relay: upstream response too large")
+	// ErrUpstreamStatus: the upstream answered with a non-2xx status.
+	ErrUpstreamStatus = errors.New("relay: upstream error status")
+	// ErrUpstreamErrorEvent: a well-formed SSE event reported an upstream error mid-stream.
+	ErrUpstreamErrorEvent = errors.New("relay: upstream error event")
+	// ErrMalformedEvent: an SSE event broke the framing rules or its data was neither [DONE] nor JSON.
+	ErrMalformedEvent = errors.New("relay: malformed sse event")
+	// ErrEventTooLarge: an SSE event exceeded Options.MaxEventBytes.
+	ErrEventTooLarge = errors.New("relay: sse event too large")
+	// ErrTruncated: the upstream stream ended (cleanly or not) before its terminal event.
+	ErrTruncated = errors.New("relay: upstream stream truncated")
+)
+
+// StatusClientClosedRequest is recorded (never sent) when the client went away before anything was
+// written: nginx's 499.
+const StatusClientClosedRequest = 499
+
+// failure is a classified terminal problem: what Result records and what the client is told.
+type failure struct {
+	outcome Outcome
+	err     error
+}
+
+// clientError is the fixed, client-visible description of a failure.
+type clientError struct {
+	status  int
+	message string
+}
+
+func describe(f failure) clientError {
+	switch f.outcome {
+	case OutcomeUpstreamTimeout:
+		return clientError{http.StatusGatewayTimeout, "the upstream server did not respond in time"}
+	case OutcomeMalformedStream:
+		return clientError{http.StatusBadGateway, "the upstream server sent a malformed stream"}
+	case OutcomeStreamTruncated:
+		return clientError{http.StatusBadGateway, "the upstream stream ended before completion"}
+	}
+	if errors.Is(f.err, ErrResponseTooLarge) {
+		return clientError{http.StatusBadGateway, "the upstream response exceeded the size limit"}
+	}
+	return clientError{http.StatusBadGateway, "the upstream server could not be reached"}
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+type errorEnvelope struct {
+	Error errorDetail `json:"error"`
+}
+
+// errorJSON renders the OpenAI-shaped error body for f. Only fixed strings go in.
+func errorJSON(f failure) []byte {
+	d := describe(f)
+	b, err := json.Marshal(errorEnvelope{Error: errorDetail{Message: d.message, Type: "upstream_error", Code: string(f.outcome)}})
+	if err != nil { // unreachable: the envelope holds only strings
+		return []byte(`{"error":{"message":"upstream error","type":"upstream_error","param":null,"code":null}}`)
+	}
+	return b
+}

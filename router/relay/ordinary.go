@@ -1,0 +1,84 @@
+package relay
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+)
+
+// ordinary relays a non-streaming response (or any non-2xx response). The body is read whole, within
+// MaxResponseBytes, before anything is written, so that an oversized or broken body still becomes a
+// clean 502 instead of a truncated 200.
+func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, br *bufio.Reader, res *Result) {
+	body, err := readBounded(br, resp.ContentLength, r.opts.MaxResponseBytes)
+	switch {
+	case errors.Is(err, ErrResponseTooLarge):
+		finish(w, res, failure{OutcomeTransportError, ErrResponseTooLarge})
+		return
+	case err != nil:
+		finish(w, res, classify(ctx, upCtx, err))
+		return
+	}
+
+	h := w.Header()
+	if ct := resp.Header.Get("Content-Type"); ct != "" {
+		h.Set("Content-Type", ct)
+	}
+	if !isSuccess(resp.StatusCode) {
+		if ra := resp.Header.Get("Retry-After"); ra != "" && validHeaderValue(ra) {
+			h.Set("Retry-After", ra)
+		}
+	}
+	if bodyAllowed(resp.StatusCode) {
+		h.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	w.WriteHeader(resp.StatusCode)
+	res.Status, res.Wrote = resp.StatusCode, true
+	if _, err := w.Write(body); err != nil {
+		finish(w, res, failure{OutcomeClientCanceled, ErrClientCanceled})
+		return
+	}
+	if isSuccess(resp.StatusCode) {
+		res.Outcome = OutcomeSuccess
+		return
+	}
+	res.Outcome, res.Err = OutcomeUpstreamHTTPError, ErrUpstreamStatus
+}
+
+// readBounded reads r to the end, failing with ErrResponseTooLarge as soon as more than limit bytes
+// arrive (or are announced by a Content-Length hint; hint < 0 means unknown).
+func readBounded(r io.Reader, hint, limit int64) ([]byte, error) {
+	if hint > limit {
+		return nil, ErrResponseTooLarge
+	}
+	size := int64(512)
+	if hint >= 0 {
+		size = hint + 1 // one spare byte so reading the EOF needs no growth
+	}
+	buf := make([]byte, 0, size)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		end := min(int64(cap(buf)), limit+1) // never read more than one byte past the limit
+		n, err := r.Read(buf[len(buf):end])
+		buf = buf[:len(buf)+n]
+		if int64(len(buf)) > limit {
+			return nil, ErrResponseTooLarge
+		}
+		if errors.Is(err, io.EOF) {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+}
+
+// bodyAllowed mirrors RFC 9110: 1xx, 204 and 304 responses carry no body and no Content-Length.
+func bodyAllowed(status int) bool {
+	return status >= 200 && status != http.StatusNoContent && status != http.StatusNotModified
+}

@@ -1,0 +1,271 @@
+package relay
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Defaults applied by New when an Options bound is zero or negative.
+const (
+	DefaultMaxResponseBytes int64 = 16 << 20
+	DefaultMaxEventBytes          = 1 << 20
+	readBufferSize                = 8 << 10
+	// maxPooledEventBytes keeps one huge event from pinning its buffer in the pool.
+	maxPooledEventBytes = 64 << 10
+)
+
+// Outcome is the terminal classification of one attempt; the values match the decision log's.
+type Outcome string
+
+// Outcomes, one per terminal path.
+const (
+	OutcomeSuccess           Outcome = "success"
+	OutcomeUpstreamHTTPError Outcome = "upstream_http_error"
+	OutcomeUpstreamTimeout   Outcome = "upstream_timeout"
+	OutcomeTransportError    Outcome = "upstream_transport_error"
+	OutcomeClientCanceled    Outcome = "client_canceled"
+	OutcomeMalformedStream   Outcome = "malformed_stream"
+	OutcomeStreamTruncated   Outcome = "stream_truncated"
+)
+
+// Options bound one attempt. Zero timeouts mean "no limit from the relay" (the HTTP client's own Timeout,
+// if any, still applies); zero sizes take the defaults.
+type Options struct {
+	// MaxResponseBytes bounds an ordinary (non-SSE or non-2xx) response body, which is buffered whole so
+	// that an oversized or failed body can still become a clean 502.
+	MaxResponseBytes int64
+	// MaxEventBytes bounds one SSE event, its lines and terminator included.
+	MaxEventBytes int
+	// FirstByteTimeout bounds the wait for the first response body byte, counted from the start of Do.
+	FirstByteTimeout time.Duration
+	// Timeout bounds the whole attempt, streaming included.
+	Timeout time.Duration
+	// Now reads the clock for Result timings; nil means time.Now. Timeouts use real timers regardless.
+	Now func() time.Time
+}
+
+// Upstream is the one call to make.
+type Upstream struct {
+	BaseURL   string // e.g. http://127.0.0.1:9001, no trailing slash
+	Path      string // e.g. /v1/chat/completions
+	Body      []byte // the JSON request body, sent unchanged
+	Stream    bool   // the caller asked for SSE: sets Accept; the response's Content-Type decides the relay mode
+	RequestID string // forwarded as X-Request-ID when it is a valid header value
+	APIKey    string // optional upstream credential, sent as a bearer token
+}
+
+// Result describes the attempt. It holds no URL, address, body or raw error text.
+type Result struct {
+	Outcome  Outcome
+	Status   int // status written to the client; 499 when the client left before anything was written
+	Attempts int // always 1: Do is exactly one dispatch
+	// FirstByte is the time from the start of Do to the first upstream body byte; zero if none arrived.
+	FirstByte time.Duration
+	Duration  time.Duration
+	// Wrote reports whether the response status line was committed to the client.
+	Wrote bool
+	// Err is nil on success, otherwise one of this package's sentinel errors.
+	Err error
+}
+
+// Relay makes single upstream attempts. It is safe for concurrent use.
+type Relay struct {
+	client *http.Client
+	opts   Options
+	// readers recycles the per-attempt read buffer and SSE event buffers (*eventReader).
+	readers sync.Pool
+}
+
+// New returns a Relay using a copy of client (nil: a dedicated keep-alive transport without proxies).
+// The copy never follows redirects and keeps no cookies, so one Do can only ever call one URL.
+func New(client *http.Client, opts Options) *Relay {
+	c := &http.Client{Transport: newTransport()}
+	if client != nil {
+		*c = *client
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	c.Jar = nil
+	if opts.MaxResponseBytes <= 0 {
+		opts.MaxResponseBytes = DefaultMaxResponseBytes
+	}
+	if opts.MaxEventBytes <= 0 {
+		opts.MaxEventBytes = DefaultMaxEventBytes
+	}
+	opts.FirstByteTimeout = max(opts.FirstByteTimeout, 0)
+	opts.Timeout = max(opts.Timeout, 0)
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	return &Relay{client: c, opts: opts}
+}
+
+func newTransport() *http.Transport {
+	return &http.Transport{
+		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        256,
+		MaxIdleConnsPerHost: 64, // the default of 2 churns connections under concurrent load on one member
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true,
+	}
+}
+
+// Do makes exactly one upstream attempt for up and writes the response to w. ctx is the client request's
+// context: its end cancels the upstream request. Do returns when the response is fully relayed or the
+// attempt has ended; it reads the clock at the start, at the first byte (if any) and at the end.
+func (r *Relay) Do(ctx context.Context, w http.ResponseWriter, up Upstream) Result {
+	start := r.opts.Now()
+	res := Result{Attempts: 1}
+	r.attempt(ctx, w, up, start, &res)
+	res.Duration = r.opts.Now().Sub(start)
+	return res
+}
+
+func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream, start time.Time, res *Result) {
+	upCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	if r.opts.Timeout > 0 {
+		t := time.AfterFunc(r.opts.Timeout, func() { cancel(ErrTimeout) })
+		defer t.Stop()
+	}
+	var firstByte *time.Timer
+	if r.opts.FirstByteTimeout > 0 {
+		firstByte = time.AfterFunc(r.opts.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
+		defer firstByte.Stop()
+	}
+
+	resp, err := r.send(upCtx, up)
+	if err != nil {
+		finish(w, res, classify(ctx, upCtx, err))
+		return
+	}
+	defer resp.Body.Close()
+	er := r.getReader(resp.Body)
+	defer r.putReader(er)
+	if _, err := er.br.Peek(1); err != nil && !errors.Is(err, io.EOF) {
+		finish(w, res, classify(ctx, upCtx, err))
+		return
+	}
+	if firstByte != nil && !firstByte.Stop() { // fired as the byte arrived: the upstream call is canceled
+		finish(w, res, classify(ctx, upCtx, context.Cause(upCtx)))
+		return
+	}
+	res.FirstByte = r.opts.Now().Sub(start)
+
+	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
+		r.stream(ctx, upCtx, w, resp, er, res)
+		return
+	}
+	r.ordinary(ctx, upCtx, w, resp, er.br, res)
+}
+
+func (r *Relay) getReader(body io.Reader) *eventReader {
+	er, ok := r.readers.Get().(*eventReader)
+	if !ok {
+		er = newEventReader(bufio.NewReaderSize(nil, readBufferSize), r.opts.MaxEventBytes)
+	}
+	er.br.Reset(body)
+	return er
+}
+
+func (r *Relay) putReader(er *eventReader) {
+	er.br.Reset(nil) // drop the body reference
+	if cap(er.block) > maxPooledEventBytes || cap(er.data) > maxPooledEventBytes || cap(er.name) > maxPooledEventBytes {
+		er.block, er.data, er.name = nil, nil, nil
+	}
+	r.readers.Put(er)
+}
+
+// send builds the upstream request from scratch (no caller header can leak) and performs it once.
+func (r *Relay) send(ctx context.Context, up Upstream) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.BaseURL+up.Path, bytes.NewReader(up.Body))
+	if err != nil {
+		return nil, err
+	}
+	accept := "application/json"
+	if up.Stream {
+		accept = "text/event-stream"
+	}
+	h := req.Header
+	h["Content-Type"] = []string{"application/json"}
+	h["Accept"] = []string{accept}
+	// Explicit identity keeps SSE bytes unbuffered by a decompressor and disables transparent gzip.
+	h["Accept-Encoding"] = []string{"identity"}
+	h["User-Agent"] = []string{"anvil-router"}
+	if up.RequestID != "" && validHeaderValue(up.RequestID) {
+		h["X-Request-Id"] = []string{up.RequestID}
+	}
+	if up.APIKey != "" {
+		h["Authorization"] = []string{"Bearer " + up.APIKey}
+	}
+	return r.client.Do(req)
+}
+
+// validHeaderValue accepts visible ASCII and spaces, the safe subset of RFC 9110 field values.
+func validHeaderValue(s string) bool {
+	if len(s) > 256 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// classify turns an error from the upstream call into a fixed failure. The client's own cancellation is
+// checked first: once the client is gone, nothing else matters.
+func classify(ctx, upCtx context.Context, err error) failure {
+	if ctx.Err() != nil {
+		return failure{OutcomeClientCanceled, ErrClientCanceled}
+	}
+	switch cause := context.Cause(upCtx); {
+	case errors.Is(cause, ErrFirstByteTimeout):
+		return failure{OutcomeUpstreamTimeout, ErrFirstByteTimeout}
+	case errors.Is(cause, ErrTimeout):
+		return failure{OutcomeUpstreamTimeout, ErrTimeout}
+	}
+	var ne net.Error
+	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
+		return failure{OutcomeUpstreamTimeout, ErrTimeout}
+	}
+	return failure{OutcomeTransportError, ErrTransport}
+}
+
+// finish records f and, if nothing has been written and the client is still there, sends the fixed
+// OpenAI-shaped error. Once a status was committed, the caller handles the in-band ending.
+func finish(w http.ResponseWriter, res *Result, f failure) {
+	res.Outcome, res.Err = f.outcome, f.err
+	if res.Wrote {
+		return
+	}
+	if f.outcome == OutcomeClientCanceled {
+		res.Status = StatusClientClosedRequest
+		return
+	}
+	body := errorJSON(f)
+	status := describe(f).status
+	h := w.Header()
+	h.Set("Content-Type", "application/json")
+	h.Set("Content-Length", strconv.Itoa(len(body)))
+	w.WriteHeader(status)
+	res.Status, res.Wrote = status, true
+	_, _ = w.Write(body) // a failed write means the client left; the outcome already says what happened
+}
+
+func isSuccess(status int) bool { return status >= 200 && status < 300 }
+
+// isEventStream reports whether a Content-Type is text/event-stream, parameters ignored.
+func isEventStream(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}

@@ -1,0 +1,129 @@
+package relay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+)
+
+// stream relays a 2xx text/event-stream response event by event. Headers are committed with the first
+// well-formed block, so a stream that fails before it still gets a clean HTTP error. After that,
+// a failure ends the stream in-band with one error event (see the package doc).
+func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result) {
+	s := sseRelay{w: w, rc: http.NewResponseController(w), res: res, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
+	complete := false
+	for {
+		ev, err := er.next()
+		if err != nil {
+			s.end(readFailure(ctx, upCtx, err, complete))
+			return
+		}
+		info, err := inspect(ev)
+		if err != nil {
+			s.end(failure{OutcomeMalformedStream, err})
+			return
+		}
+		if info.failed {
+			s.note(failure{OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent})
+		}
+		complete = complete || info.terminal
+		if !s.forward(ev.raw) {
+			s.end(failure{OutcomeClientCanceled, ErrClientCanceled})
+			return
+		}
+		if info.done {
+			s.end(failure{}) // [DONE]: complete; anything after it is not read
+			return
+		}
+	}
+}
+
+// readFailure classifies the end of the upstream byte stream. A clean EOF after a Responses terminal event
+// is success (failure{}); any other end before completion is truncation, unless the client left or a
+// timer fired.
+func readFailure(ctx, upCtx context.Context, err error, complete bool) failure {
+	switch {
+	case errors.Is(err, io.EOF) && complete:
+		return failure{}
+	case errors.Is(err, ErrMalformedEvent), errors.Is(err, ErrEventTooLarge):
+		return failure{OutcomeMalformedStream, err}
+	}
+	if f := classify(ctx, upCtx, err); f.outcome != OutcomeTransportError {
+		return f
+	}
+	return failure{OutcomeStreamTruncated, ErrTruncated}
+}
+
+// sseRelay writes one stream to the client and remembers the first failure seen.
+type sseRelay struct {
+	w           http.ResponseWriter
+	rc          *http.ResponseController
+	res         *Result
+	status      int
+	contentType string
+	first       failure // first in-band upstream error; wins over later endings
+}
+
+// note records an in-band upstream error without ending the stream.
+func (s *sseRelay) note(f failure) {
+	if s.first.outcome == "" {
+		s.first = f
+	}
+}
+
+// forward writes one event (committing headers first if needed) and flushes it. It reports false when
+// the client can no longer be written to.
+func (s *sseRelay) forward(raw []byte) bool {
+	if !s.res.Wrote {
+		h := s.w.Header()
+		h.Set("Content-Type", s.contentType)
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no") // tell buffering reverse proxies to pass events through
+		s.w.WriteHeader(s.status)
+		s.res.Status, s.res.Wrote = s.status, true
+	}
+	if _, err := s.w.Write(raw); err != nil {
+		return false
+	}
+	return s.flush()
+}
+
+func (s *sseRelay) flush() bool {
+	err := s.rc.Flush()
+	return err == nil || errors.Is(err, http.ErrNotSupported) // unflushable writers still get every byte
+}
+
+// end records the stream's outcome. ending is the reason the relay stopped (zero value: a complete
+// stream). Before any write, finish sends a clean HTTP error; after, one SSE error event is sent unless
+// the stream completed or the client is gone.
+func (s *sseRelay) end(ending failure) {
+	f := ending
+	if s.first.outcome != "" {
+		f = s.first
+	}
+	if f.outcome == "" {
+		s.res.Outcome, s.res.Err = OutcomeSuccess, nil
+		return
+	}
+	if !s.res.Wrote {
+		finish(s.w, s.res, f)
+		return
+	}
+	s.res.Outcome, s.res.Err = f.outcome, f.err
+	if ending.outcome == "" || ending.outcome == OutcomeClientCanceled {
+		return
+	}
+	if _, err := s.w.Write(sseErrorEvent(ending)); err == nil {
+		s.flush()
+	}
+}
+
+// sseErrorEvent renders the in-band error event for a failure.
+func sseErrorEvent(f failure) []byte {
+	body := errorJSON(f)
+	out := make([]byte, 0, len(body)+8)
+	out = append(out, "data: "...)
+	out = append(out, body...)
+	return append(out, '\n', '\n')
+}
