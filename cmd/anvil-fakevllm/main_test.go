@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// startServe runs the serve command until the returned cancel is called; it
+// returns the member URLs as printed on stdout and the exit code channel.
+func startServe(t *testing.T, members int, args ...string) ([]string, context.CancelFunc, <-chan int) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	var stderr bytes.Buffer
+	code := make(chan int, 1)
+	go func() {
+		code <- run(ctx, append([]string{"serve"}, args...), pw, &stderr)
+		_ = pw.Close()
+	}()
+	var urls []string
+	sc := bufio.NewScanner(pr)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		require.Len(t, f, 3, "line %q", sc.Text())
+		require.Equal(t, "member", f[0])
+		urls = append(urls, f[2])
+		if len(urls) == members {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	require.NotEmpty(t, urls, "stderr: %s", stderr.String())
+	return urls, cancel, code
+}
+
+func TestServeMembersAndGracefulStop(t *testing.T) {
+	dir := t.TempDir()
+	faults := filepath.Join(dir, "faults.yaml")
+	require.NoError(t, os.WriteFile(faults, []byte("kv_blocks: 8\nmetrics: {mode: missing}\n"), 0o600))
+	urls, cancel, code := startServe(t, 2, "--model", "m1,m2", "--profile", "tiny", "--members", "2",
+		"--faults", faults, "--fault-kv-blocks", "16", "--fault-http-error", "503=0", "--legacy-metrics", "--seed", "3")
+	require.Len(t, urls, 2)
+	for _, u := range urls {
+		resp, err := http.Get(u + "/health")
+		require.NoError(t, err)
+		resp.Body.Close()
+		assert.Equal(t, http.StatusOK, resp.StatusCode)
+	}
+	resp, err := http.Get(urls[1] + "/admin/faults")
+	require.NoError(t, err)
+	var f map[string]any
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&f))
+	resp.Body.Close()
+	assert.Equal(t, float64(16), f["kv_blocks"], "a flag overrides the file")
+	assert.Equal(t, map[string]any{"mode": "missing"}, f["metrics"], "the file's other faults stay")
+
+	resp, err = http.Get(urls[0] + "/v1/models")
+	require.NoError(t, err)
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Contains(t, string(body), `"id":"m2"`)
+
+	cancel()
+	assert.Equal(t, 0, <-code)
+}
+
+func TestServeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	badFaults := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(badFaults, []byte("nonsense: 1\n"), 0o600))
+	tests := map[string][]string{
+		"missing model":        {"serve"},
+		"unknown profile":      {"serve", "--model", "m", "--profile", "huge"},
+		"bad http error flag":  {"serve", "--model", "m", "--fault-http-error", "503"},
+		"bad rate":             {"serve", "--model", "m", "--fault-http-error", "503=2"},
+		"bad faults file":      {"serve", "--model", "m", "--faults", badFaults},
+		"missing faults file":  {"serve", "--model", "m", "--faults", filepath.Join(dir, "none.yaml")},
+		"too many members":     {"serve", "--model", "m", "--members", "1000"},
+		"port range":           {"serve", "--model", "m", "--members", "3", "--base-port", "65534"},
+		"kv beyond profile":    {"serve", "--model", "m", "--profile", "tiny", "--fault-kv-blocks", "1000"},
+		"unknown flag":         {"serve", "--model", "m", "--nope"},
+		"bad metrics mode":     {"serve", "--model", "m", "--fault-metrics", "sleepy"},
+		"both profile sources": {"serve", "--model", "m", "--profile", "tiny", "--profile-file", badFaults},
+	}
+	for name, args := range tests {
+		t.Run(name, func(t *testing.T) {
+			var out, errb bytes.Buffer
+			code := run(context.Background(), args, &out, &errb)
+			assert.Equal(t, 2, code, "stderr: %s", errb.String())
+			assert.Contains(t, errb.String(), "anvil-fakevllm:")
+			assert.Empty(t, out.String())
+		})
+	}
+}

@@ -1,0 +1,353 @@
+package fakevllm
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+)
+
+// VLLMVersion is what GET /version reports: the vLLM release whose surface
+// (metric names, framing) this fake follows.
+const VLLMVersion = "0.12.0"
+
+// Defaults and bounds of Options.
+const (
+	DefaultMaxBodyBytes   = 8 << 20
+	DefaultNaturalStopMax = 256
+	MaxServedModels       = 16
+	maxModelNameLen       = 256
+)
+
+// ErrInvalidOptions is wrapped by every Options validation error.
+var ErrInvalidOptions = errors.New("invalid fakevllm options")
+
+// Options configures one member.
+type Options struct {
+	// Models are the served model names (vLLM --served-model-name): /v1/models
+	// lists them, requests may name any of them, and the first one labels the
+	// metrics and responses. At least one is required.
+	Models []string
+	// Profile is the engine model; the zero value means engine.DefaultProfile().
+	Profile engine.Profile
+	// Seed feeds the engine's jitter, the fault draws and the response IDs.
+	Seed uint64
+	// LegacyMetrics emits vllm:gpu_cache_usage_perc instead of
+	// vllm:kv_cache_usage_perc.
+	LegacyMetrics bool
+	// Faults are applied at start (slow start counts from NewServer).
+	Faults Faults
+	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	MaxBodyBytes int64
+	// NaturalStopMax bounds the natural stop length of requests without
+	// ignore_eos (default DefaultNaturalStopMax).
+	NaturalStopMax int
+	// Logger receives unexpected conditions only (nil: discarded).
+	Logger *slog.Logger
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if len(o.Models) == 0 || len(o.Models) > MaxServedModels {
+		return o, fmt.Errorf("%w: need 1 to %d served model names", ErrInvalidOptions, MaxServedModels)
+	}
+	seen := make(map[string]bool, len(o.Models))
+	for _, m := range o.Models {
+		if m == "" || len(m) > maxModelNameLen || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
+			return o, fmt.Errorf("%w: served model name %q must be 1-%d printable characters without spaces", ErrInvalidOptions, truncateString(m, 40), maxModelNameLen)
+		}
+		if seen[m] {
+			return o, fmt.Errorf("%w: served model name %q appears twice", ErrInvalidOptions, m)
+		}
+		seen[m] = true
+	}
+	o.Models = append([]string(nil), o.Models...)
+	if o.Profile.Name == "" {
+		o.Profile = engine.DefaultProfile()
+	}
+	if err := o.Profile.Validate(); err != nil {
+		return o, fmt.Errorf("%w: %w", ErrInvalidOptions, err)
+	}
+	if o.MaxBodyBytes == 0 {
+		o.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if o.NaturalStopMax == 0 {
+		o.NaturalStopMax = DefaultNaturalStopMax
+	}
+	if o.MaxBodyBytes < 1 || o.NaturalStopMax < 1 {
+		return o, fmt.Errorf("%w: MaxBodyBytes and NaturalStopMax must be positive", ErrInvalidOptions)
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	return o, nil
+}
+
+// Validate checks opts as NewServer would, without starting anything.
+func (o Options) Validate() error {
+	o, err := o.withDefaults()
+	if err != nil {
+		return err
+	}
+	f, err := o.Faults.Normalize()
+	if err != nil {
+		return err
+	}
+	_, err = kvReserve(o.Profile, f.KVBlocks)
+	return err
+}
+
+// kvReserve converts the usable-blocks fault into reserved engine blocks.
+func kvReserve(p engine.Profile, kvBlocks int) (int, error) {
+	usable := p.NumGPUBlocks - 1
+	if kvBlocks > usable {
+		return 0, invalid("kv_blocks %d exceeds the profile's %d usable blocks", kvBlocks, usable)
+	}
+	if kvBlocks == 0 {
+		return 0, nil
+	}
+	return usable - kvBlocks, nil
+}
+
+// Server is one fake vLLM member: an engine driven in real time behind a gin
+// handler. Create it with NewServer and release it with Close.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	lim     limits
+	started time.Time
+	drv     *driver
+	faults  *faultState
+	reg     *prometheus.Registry
+	handler *gin.Engine
+	ids     atomic.Uint64
+	applyMu sync.Mutex // serializes SetFaults
+
+	closeOnce sync.Once
+	closing   chan struct{} // closed by Close: releases hung /metrics handlers
+}
+
+// NewServer validates opts, starts the member's engine goroutine and applies
+// opts.Faults. The caller serves Handler() and must call Close.
+func NewServer(opts Options) (*Server, error) {
+	opts, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	faults, err := opts.Faults.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	drv, err := newDriver(opts.Profile, deriveSeed(opts.Seed, 0))
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{
+		opts: opts, log: opts.Logger, started: time.Now(), drv: drv,
+		faults:  newFaultState(deriveSeed(opts.Seed, 1)),
+		reg:     prometheus.NewRegistry(),
+		closing: make(chan struct{}),
+		lim: limits{
+			maxModelLen: opts.Profile.ModelLen(), naturalCap: opts.NaturalStopMax,
+			maxMessages: 4096, maxPromptIDs: opts.Profile.ModelLen(), maxTextFields: 16384,
+		},
+	}
+	s.reg.MustRegister(newCollector(s.drv, opts.Models[0], opts.LegacyMetrics))
+	if err := s.SetFaults(faults); err != nil {
+		drv.close()
+		return nil, err
+	}
+	s.handler = s.routes()
+	return s, nil
+}
+
+// Handler is the member's HTTP surface: the OpenAI endpoints, /v1/models,
+// /health, /version, /metrics and /admin/faults.
+func (s *Server) Handler() http.Handler { return s.handler }
+
+// Models returns the served model names.
+func (s *Server) Models() []string { return append([]string(nil), s.opts.Models...) }
+
+// Close stops the engine goroutine: open requests fail (streams are cut) and
+// hung /metrics handlers return. It is idempotent.
+func (s *Server) Close() {
+	s.beginClose()
+	s.drv.close()
+}
+
+// beginClose refuses new generation requests and releases hung /metrics
+// handlers, leaving streams in flight alone (graceful shutdown's first step).
+func (s *Server) beginClose() { s.closeOnce.Do(func() { close(s.closing) }) }
+
+// Faults returns the faults in force.
+func (s *Server) Faults() Faults { return s.faults.get() }
+
+// SetFaults validates and replaces every fault at once. Slow start counts
+// from now; engine death, step-time multiplier and KV squeeze take effect in
+// the engine immediately.
+func (s *Server) SetFaults(f Faults) error {
+	f, err := f.Normalize()
+	if err != nil {
+		return err
+	}
+	reserved, err := kvReserve(s.opts.Profile, f.KVBlocks)
+	if err != nil {
+		return err
+	}
+	scale := f.StepTimeMultiplier
+	if scale == 0 {
+		scale = 1
+	}
+	s.applyMu.Lock()
+	defer s.applyMu.Unlock()
+	if err := s.drv.configure(f.EngineDead, scale, reserved); err != nil {
+		return err
+	}
+	s.faults.set(f, time.Now())
+	return nil
+}
+
+// Metrics returns a snapshot of the member's engine metrics (for tests and
+// demos; /metrics serves the same numbers).
+func (s *Server) Metrics() engine.Metrics { return s.drv.metrics() }
+
+func (s *Server) routes() *gin.Engine {
+	// gin's debug mode prints every route to stdout, where anvil-fakevllm
+	// announces its members; release mode is quiet. The mode is gin's
+	// process-wide (atomic) setting; router/server sets it the same way.
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.HandleMethodNotAllowed = true
+	r.Use(s.recoverer)
+	r.POST("/v1/chat/completions", s.generate(endpointChat))
+	r.POST("/v1/completions", s.generate(endpointCompletions))
+	r.POST("/v1/responses", s.generate(endpointResponses))
+	r.GET("/v1/models", s.listModels)
+	r.GET("/health", s.health)
+	r.GET("/version", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"version": VLLMVersion}) })
+	r.GET("/metrics", s.serveMetrics)
+	r.GET("/admin/faults", s.getFaults)
+	r.PUT("/admin/faults", s.putFaults)
+	r.POST("/admin/faults", s.putFaults)
+	// FastAPI's answers for unknown paths and methods, as vLLM gives them.
+	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"}) })
+	r.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"}) })
+	return r
+}
+
+// recoverer turns a handler panic into a 500 (or a cut connection once the
+// response has started) and lets http.ErrAbortHandler through, which is how
+// a stream fault cuts the connection. gin's own Recovery would swallow it
+// and end the response cleanly.
+func (s *Server) recoverer(c *gin.Context) {
+	defer func() {
+		v := recover()
+		if v == nil {
+			return
+		}
+		if err, ok := v.(error); ok && errors.Is(err, http.ErrAbortHandler) {
+			panic(v)
+		}
+		s.log.Error("fakevllm handler panic", "path", c.FullPath(), "panic", fmt.Sprint(v))
+		if c.Writer.Written() {
+			panic(http.ErrAbortHandler)
+		}
+		writeError(c.Writer, &apiError{Status: http.StatusInternalServerError, Message: "internal server error"})
+		c.Abort()
+	}()
+	c.Next()
+}
+
+// ready is the readiness gate shared by /health, /v1/models and generation.
+func (s *Server) ready() bool { return s.faults.ready(time.Now()) }
+
+func (s *Server) health(c *gin.Context) {
+	if !s.ready() || s.faults.dead() || s.isClosing() {
+		c.Status(http.StatusServiceUnavailable)
+		return
+	}
+	c.Status(http.StatusOK)
+}
+
+func (s *Server) isClosing() bool {
+	select {
+	case <-s.closing:
+		return true
+	default:
+		return false
+	}
+}
+
+type modelList struct {
+	Object string      `json:"object"`
+	Data   []modelCard `json:"data"`
+}
+
+type modelCard struct {
+	ID          string            `json:"id"`
+	Object      string            `json:"object"`
+	Created     int64             `json:"created"`
+	OwnedBy     string            `json:"owned_by"`
+	Root        string            `json:"root"`
+	Parent      *string           `json:"parent"`
+	MaxModelLen int               `json:"max_model_len"`
+	Permission  []modelPermission `json:"permission"`
+}
+
+type modelPermission struct {
+	ID                 string  `json:"id"`
+	Object             string  `json:"object"`
+	Created            int64   `json:"created"`
+	AllowCreateEngine  bool    `json:"allow_create_engine"`
+	AllowSampling      bool    `json:"allow_sampling"`
+	AllowLogprobs      bool    `json:"allow_logprobs"`
+	AllowSearchIndices bool    `json:"allow_search_indices"`
+	AllowView          bool    `json:"allow_view"`
+	AllowFineTuning    bool    `json:"allow_fine_tuning"`
+	Organization       string  `json:"organization"`
+	Group              *string `json:"group"`
+	IsBlocking         bool    `json:"is_blocking"`
+}
+
+// listModels answers vLLM's shape; a member that is not ready serves none.
+func (s *Server) listModels(c *gin.Context) {
+	list := modelList{Object: "list", Data: []modelCard{}}
+	if s.ready() {
+		created := s.started.Unix()
+		for i, m := range s.opts.Models {
+			list.Data = append(list.Data, modelCard{
+				ID: m, Object: "model", Created: created, OwnedBy: "vllm", Root: s.opts.Models[0],
+				MaxModelLen: s.lim.maxModelLen,
+				Permission: []modelPermission{{
+					ID: fmt.Sprintf("modelperm-%016x", deriveSeed(s.opts.Seed, uint64(100+i))), Object: "model_permission",
+					Created: created, AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
+				}},
+			})
+		}
+	}
+	c.JSON(http.StatusOK, list)
+}
+
+// serves reports whether name is one of the served model names.
+func (s *Server) serves(name string) bool {
+	for _, m := range s.opts.Models {
+		if m == name {
+			return true
+		}
+	}
+	return false
+}
+
+// newID returns a deterministic 32-hex-digit identifier, unique per member.
+func (s *Server) newID() string {
+	n := s.ids.Add(1)
+	return fmt.Sprintf("%016x%016x", deriveSeed(s.opts.Seed, 1000+n), n)
+}
