@@ -1,0 +1,164 @@
+package pressure
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// MaxWorkers is the number of collector goroutines of one Cache, whatever its size.
+// Two stalled members can hold both; others then read stale or unknown pressure,
+// which is the price of a fixed bound instead of a goroutine per member or request.
+const MaxWorkers = 2
+
+// Options tunes a Cache. The zero value is production: the wall clock and Fetch.
+type Options struct {
+	// Now reads the clock (default time.Now). It is called outside the cache lock.
+	Now func() time.Time
+	// Fetch collects one member (default: Fetch with the cache's client). It runs on
+	// a worker, outside any lock, with a context that expires after FetchTimeout
+	// and is cancelled by Close.
+	Fetch func(ctx context.Context, job Job) (Sample, Class)
+}
+
+// Cache is the production pressure cache: a Core behind one mutex, plus at most
+// MaxWorkers worker goroutines started lazily by the first refresh it schedules.
+// Snapshot and Peek never wait for collection. It is safe for concurrent use.
+type Cache struct {
+	now   func() time.Time
+	fetch func(context.Context, Job) (Sample, Class)
+
+	mu      sync.Mutex
+	work    *sync.Cond // signalled when refreshes are queued and when the cache closes
+	core    *Core
+	workers int                            // started so far, at most MaxWorkers
+	idle    int                            // workers waiting on work
+	cancels [MaxWorkers]context.CancelFunc // running fetch of each worker slot
+}
+
+// NewCache registers the capacity tiers (see NewCore) and returns a cache with no
+// goroutines yet. A nil client gets a dedicated default http.Client.
+func NewCache(tiers []TierSpec, client *http.Client, opts Options) (*Cache, error) {
+	core, err := NewCore(tiers)
+	if err != nil {
+		return nil, err
+	}
+	c := &Cache{now: opts.Now, fetch: opts.Fetch, core: core}
+	if c.now == nil {
+		c.now = time.Now
+	}
+	if c.fetch == nil {
+		if client == nil {
+			client = &http.Client{}
+		}
+		c.fetch = func(ctx context.Context, j Job) (Sample, Class) {
+			return Fetch(ctx, client, j.Endpoint, j.ServedModel)
+		}
+	}
+	c.work = sync.NewCond(&c.mu)
+	return c, nil
+}
+
+// Snapshot returns a new complete member -> Pressure map for the tier and schedules
+// its due refreshes (see Core.Snapshot). It never waits on I/O. Unknown tiers return
+// ErrUnknownTier; after Close every member reads unknown.
+func (c *Cache) Snapshot(tier string) (map[string]scheduler.Pressure, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out, err := c.core.Snapshot(tier, now)
+	if err == nil {
+		c.dispatchLocked()
+	}
+	return out, err
+}
+
+// Peek is Snapshot without scheduling: for read-only views such as the capacity
+// endpoint, which must not cause refreshes or start workers.
+func (c *Cache) Peek(tier string) (map[string]scheduler.Pressure, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Peek(tier, now)
+}
+
+// Close stops the cache without waiting: queued refreshes are dropped, idle workers
+// wake and exit, running fetches are cancelled and their results ignored, and later
+// snapshots read unknown. It is idempotent.
+func (c *Cache) Close() {
+	c.mu.Lock()
+	c.core.Close()
+	cancels := c.cancels
+	c.work.Broadcast()
+	c.mu.Unlock()
+	for _, cancel := range cancels {
+		if cancel != nil {
+			cancel()
+		}
+	}
+}
+
+// dispatchLocked wakes idle workers for queued refreshes and starts new workers,
+// up to MaxWorkers in total, for what the idle ones cannot take.
+func (c *Cache) dispatchLocked() {
+	queued := c.core.Queued()
+	if queued == 0 {
+		return
+	}
+	if c.idle > 0 {
+		c.work.Broadcast()
+	}
+	for spare := queued - c.idle; spare > 0 && c.workers < MaxWorkers; spare-- {
+		go c.worker(c.workers)
+		c.workers++
+	}
+}
+
+// worker runs refreshes until the cache closes. The clock is read and the fetch
+// runs outside the lock; the lock covers only Core calls and the cancel slot.
+func (c *Cache) worker(slot int) {
+	for {
+		job, ctx, cancel, ok := c.take(slot)
+		if !ok {
+			return
+		}
+		s, cl := c.fetch(ctx, job)
+		if ctx.Err() != nil {
+			// Timed out or cancelled: failed, whatever the fetch returned.
+			cl = ClassFailed
+		}
+		cancel()
+		done := c.now()
+		c.mu.Lock()
+		c.cancels[slot] = nil
+		c.core.Complete(job, done, s, cl)
+		c.mu.Unlock()
+	}
+}
+
+// take waits for the next job and registers its context's cancel in slot. It
+// returns false once the cache is closed.
+func (c *Cache) take(slot int) (Job, context.Context, context.CancelFunc, bool) {
+	for {
+		now := c.now()
+		c.mu.Lock()
+		if c.core.Closed() {
+			c.mu.Unlock()
+			return Job{}, nil, nil, false
+		}
+		if job, ok := c.core.Next(now); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+			c.cancels[slot] = cancel
+			c.mu.Unlock()
+			return job, ctx, cancel, true
+		}
+		c.idle++
+		c.work.Wait()
+		c.idle--
+		c.mu.Unlock()
+		// Loop to read the clock again outside the lock before taking a job.
+	}
+}

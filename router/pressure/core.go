@@ -1,0 +1,260 @@
+package pressure
+
+import (
+	"time"
+
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// RefreshInterval is how long after a member's last completed refresh the next one
+// becomes due.
+const RefreshInterval = time.Second
+
+// FetchTimeout bounds one collection: the transport timeout of Fetch, and the
+// elapsed time after which the core treats a running refresh as failed.
+const FetchTimeout = time.Second
+
+// Job is one refresh of one member, handed to a worker by Core.Next and given back
+// to Core.Complete with its sample. Seq identifies the job: a completion whose Seq
+// is not the member's current job is ignored.
+type Job struct {
+	Tier, Member string
+	Endpoint     string // base URL of the member
+	ServedModel  string // model_name to keep when parsing
+	Seq          uint64
+}
+
+type phase uint8
+
+const (
+	phaseIdle    phase = iota
+	phaseQueued        // in the FIFO
+	phaseRunning       // handed out by Next, not yet completed
+)
+
+// member is one registered (tier, member) entry: its registration copy, its
+// single-flight marker and its last completed, already normalized sample.
+type member struct {
+	tier, id, endpoint, model string
+	capacity                  int64
+
+	phase   phase  // queued and running share this one marker
+	seq     uint64 // the queued or running job
+	started time.Time
+
+	completed     bool
+	lastCompleted time.Time // completion time: the refresh clock runs from here
+
+	// sampled reports whether a sample was published. observedAt is its observation
+	// time; young is its pressure at ages 0..MaxAge and old its pressure past MaxAge.
+	sampled    bool
+	observedAt time.Time
+	young, old scheduler.Pressure
+}
+
+// Core is the deterministic heart of the pressure cache: registration, per-member
+// samples, the single-flight markers, the bounded FIFO of due refreshes and the
+// freshness projection. It takes time as a value, starts no goroutines and does no
+// I/O, so the production shell (Cache) and the simulator drive the same code.
+//
+// Core is NOT safe for concurrent use; the shell holds its mutex around every call.
+type Core struct {
+	members []member
+	tiers   map[string]span
+	keys    map[memberKey]int
+	queue   fifo
+	nextSeq uint64
+	closed  bool
+}
+
+// NewCore registers capacity tiers: 2-16 members each, at most MaxCacheMembers in
+// total, IDs per scheduler.ValidID, member ceilings 1..100000. The specs are copied;
+// later changes to them change nothing. Errors wrap exactly one of the sentinel
+// errors of this package.
+func NewCore(tiers []TierSpec) (*Core, error) {
+	members, spans, keys, err := register(tiers)
+	if err != nil {
+		return nil, err
+	}
+	return &Core{members: members, tiers: spans, keys: keys, queue: newFIFO(len(members))}, nil
+}
+
+// Snapshot returns a new complete member -> Pressure map of the tier at now and
+// queues a refresh for every member of the tier that is due: never completed, or
+// completed at least RefreshInterval ago, and not already queued or running. It
+// never waits. An unknown tier returns ErrUnknownTier and schedules nothing.
+func (c *Core) Snapshot(tier string, now time.Time) (map[string]scheduler.Pressure, error) {
+	s, ok := c.tiers[tier]
+	if !ok {
+		return nil, ErrUnknownTier
+	}
+	out := c.project(s, now)
+	if !c.closed {
+		for i := s.lo; i < s.hi; i++ {
+			c.scheduleIfDue(i, now)
+		}
+	}
+	return out, nil
+}
+
+// Peek is Snapshot without scheduling: the same read, no refresh queued.
+func (c *Core) Peek(tier string, now time.Time) (map[string]scheduler.Pressure, error) {
+	s, ok := c.tiers[tier]
+	if !ok {
+		return nil, ErrUnknownTier
+	}
+	return c.project(s, now), nil
+}
+
+// Next hands the oldest queued refresh to a worker and marks it running since now.
+// It returns false when nothing is queued or the core is closed.
+func (c *Core) Next(now time.Time) (Job, bool) {
+	if c.closed {
+		return Job{}, false
+	}
+	i, ok := c.queue.pop()
+	if !ok {
+		return Job{}, false
+	}
+	m := &c.members[i]
+	m.phase = phaseRunning
+	m.started = now
+	return Job{Tier: m.tier, Member: m.id, Endpoint: m.endpoint, ServedModel: m.model, Seq: m.seq}, true
+}
+
+// Complete publishes a worker's result for job at now and clears the member's
+// single-flight marker. A completion more than FetchTimeout after the job started
+// publishes failed and discards the values, whatever the class. Completions after
+// Close, for unknown members, or for a job that is not the member's running job are
+// ignored.
+//
+// The sample's observation time is the job's start, not now: the member's state was
+// read at some instant between the two, so dating it at the start can only
+// overstate its age, and a sample is never called fresh when it might be older than
+// scheduler.MaxAge. The refresh clock still runs from now.
+func (c *Core) Complete(job Job, now time.Time, s Sample, cl Class) {
+	if c.closed {
+		return
+	}
+	i, ok := c.keys[memberKey{job.Tier, job.Member}]
+	if !ok {
+		return
+	}
+	m := &c.members[i]
+	if m.phase != phaseRunning || m.seq != job.Seq {
+		return
+	}
+	m.phase = phaseIdle
+	m.completed = true
+	m.lastCompleted = now
+	if overdue(m.started, now) {
+		cl = ClassFailed
+	}
+	m.publish(m.started, s, cl)
+}
+
+// Close stops the core for good: queued work is dropped, Next returns nothing,
+// late completions are ignored and every read returns unknown pressure. It is
+// idempotent.
+func (c *Core) Close() {
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.queue.clear()
+	for i := range c.members {
+		c.members[i].phase = phaseIdle
+	}
+}
+
+// Closed reports whether Close was called.
+func (c *Core) Closed() bool { return c.closed }
+
+// Pending returns how many members have a refresh queued or running. It never
+// exceeds the registered membership.
+func (c *Core) Pending() int {
+	n := 0
+	for i := range c.members {
+		if c.members[i].phase != phaseIdle {
+			n++
+		}
+	}
+	return n
+}
+
+// Queued returns the FIFO length: refreshes waiting for a worker.
+func (c *Core) Queued() int { return c.queue.len() }
+
+// Members returns the number of registered members (all tiers).
+func (c *Core) Members() int { return len(c.members) }
+
+func (c *Core) project(s span, now time.Time) map[string]scheduler.Pressure {
+	out := make(map[string]scheduler.Pressure, s.hi-s.lo)
+	for i := s.lo; i < s.hi; i++ {
+		m := &c.members[i]
+		out[m.id] = c.pressureOf(m, now)
+	}
+	return out
+}
+
+// pressureOf projects one member at now. A running refresh that is already overdue
+// reads failed without being awaited: its eventual values would be discarded anyway.
+func (c *Core) pressureOf(m *member, now time.Time) scheduler.Pressure {
+	switch {
+	case c.closed, now.IsZero():
+		return scheduler.UnknownPressure()
+	case m.phase == phaseRunning && overdue(m.started, now):
+		return failedPressure(now)
+	case !m.sampled || now.Before(m.observedAt):
+		return scheduler.UnknownPressure()
+	case now.Sub(m.observedAt) > scheduler.MaxAge:
+		return m.old
+	default:
+		return m.young
+	}
+}
+
+func (c *Core) scheduleIfDue(i int, now time.Time) {
+	m := &c.members[i]
+	if m.phase != phaseIdle {
+		return
+	}
+	if m.completed && now.Sub(m.lastCompleted) < RefreshInterval {
+		return
+	}
+	c.nextSeq++
+	m.seq = c.nextSeq
+	m.phase = phaseQueued
+	c.queue.push(i)
+}
+
+// publish normalizes a completed sample once, for both age bands. NormalizePressure
+// depends on now only through "is the observation placeable" (checked at read time)
+// and "is it older than MaxAge", so the value at age 0 stands for every age in
+// 0..MaxAge and the value just past MaxAge for every older age.
+func (m *member) publish(observedAt time.Time, s Sample, cl Class) {
+	o := scheduler.Observation{ObservedAt: observedAt, SchedulerCapacity: m.capacity}
+	switch cl {
+	case ClassOK:
+		o.Successful = true
+		o.RequestsRunning, o.RequestsWaiting, o.KVCacheUsage = s.Running, s.Waiting, s.KVUsage
+	case ClassFailed:
+		o.Successful = false
+	default: // ClassUnknown or an out-of-range class: a successful scrape with no signal.
+		o.Successful = true
+	}
+	m.sampled = true
+	m.observedAt = observedAt
+	m.young = scheduler.NormalizePressure(observedAt, o)
+	m.old = scheduler.NormalizePressure(observedAt.Add(scheduler.MaxAge+time.Nanosecond), o)
+}
+
+// overdue reports whether a refresh started at started has run longer than
+// FetchTimeout at now.
+func overdue(started, now time.Time) bool {
+	return now.Sub(started) > FetchTimeout
+}
+
+func failedPressure(now time.Time) scheduler.Pressure {
+	return scheduler.NormalizePressure(now, scheduler.Observation{ObservedAt: now})
+}

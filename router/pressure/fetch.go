@@ -1,0 +1,63 @@
+package pressure
+
+import (
+	"context"
+	"io"
+	"net/http"
+)
+
+// MaxBodyBytes is the largest /metrics body Parse is given. Fetch reads at most one
+// byte more, so a longer page is detected as oversize without reading it all.
+const MaxBodyBytes = 1 << 20
+
+// acceptText asks for the classic text exposition format, which vLLM's
+// prometheus_client serves by default.
+const acceptText = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
+
+// Fetch collects one member's pressure: GET {baseURL}/metrics within FetchTimeout
+// (or ctx's earlier deadline), at most MaxBodyBytes+1 bytes of body, then Parse.
+//
+// Anything that prevents an answer (a bad URL, a nil client, a transport error, a
+// non-200 status, a timeout or cancellation, including one while reading the body)
+// is ClassFailed. An answer that cannot be used (oversize body, parse error,
+// missing or invalid series) is ClassUnknown. Errors are classified, never
+// returned: no error text, URL or metric text leaves this function.
+//
+// The timeout is a deadline on the request context, so a member that trickles its
+// body is cut off too; a transport that ignores cancellation is bounded by the
+// cache's fixed worker count instead.
+func Fetch(ctx context.Context, client *http.Client, baseURL, servedModel string) (Sample, Class) {
+	if client == nil {
+		return Sample{}, ClassFailed
+	}
+	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL(baseURL), nil)
+	if err != nil {
+		return Sample{}, ClassFailed
+	}
+	req.Header.Set("Accept", acceptText)
+	resp, err := client.Do(req)
+	if err != nil {
+		return Sample{}, ClassFailed
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return Sample{}, ClassFailed
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
+	if err != nil {
+		return Sample{}, ClassFailed
+	}
+	if len(body) > MaxBodyBytes {
+		return Sample{}, ClassUnknown
+	}
+	return Parse(body, servedModel)
+}
+
+func metricsURL(baseURL string) string {
+	for len(baseURL) > 0 && baseURL[len(baseURL)-1] == '/' {
+		baseURL = baseURL[:len(baseURL)-1]
+	}
+	return baseURL + "/metrics"
+}
