@@ -1,0 +1,116 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	_ "embed"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"text/template"
+
+	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/server"
+)
+
+//go:embed demo.yaml
+var demoYAML string
+
+// demoEnv holds the demo's members: the only place the router's binary holds fake upstreams.
+type demoEnv struct {
+	replicas *fakevllm.Cluster
+	direct   *fakevllm.Cluster
+}
+
+func startDemoMembers(ctx context.Context) (*demoEnv, error) {
+	replicas, err := fakevllm.StartCluster(ctx, fakevllm.Options{Models: []string{"demo/llama-3.1-8b"}, Seed: 1}, 2)
+	if err != nil {
+		return nil, err
+	}
+	direct, err := fakevllm.StartCluster(ctx, fakevllm.Options{Models: []string{"demo/qwen-2.5-7b"}, Seed: 2}, 1)
+	if err != nil {
+		_ = replicas.Close()
+		return nil, err
+	}
+	return &demoEnv{replicas: replicas, direct: direct}, nil
+}
+
+func (d *demoEnv) Close() {
+	_ = d.replicas.Close()
+	_ = d.direct.Close()
+}
+
+// demoConfig renders the embedded demo config around the members' ephemeral addresses.
+func demoConfig(d *demoEnv, listen, apiToken, adminToken string) (config.Config, error) {
+	tmpl, err := template.New("demo").Option("missingkey=error").Parse(demoYAML)
+	if err != nil {
+		return config.Config{}, err
+	}
+	var buf bytes.Buffer
+	if err := tmpl.Execute(&buf, map[string]any{"Replicas": d.replicas.URLs(), "Direct": d.direct.URLs()[0]}); err != nil {
+		return config.Config{}, err
+	}
+	over := map[string]string{config.EnvAPIToken: apiToken, config.EnvAdminToken: adminToken}
+	if listen != "" {
+		over[config.EnvListen] = listen
+	}
+	return config.Parse(buf.Bytes(), overlayEnv(over))
+}
+
+func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
+	members, err := startDemoMembers(ctx)
+	if err != nil {
+		return err
+	}
+	defer members.Close()
+
+	listen := f.listen
+	if listen == "" && f.drive > 0 {
+		listen = "127.0.0.1:0" // a driven demo must not collide with anything already on 8080
+	}
+	apiToken, adminToken := token(config.EnvAPIToken), token(config.EnvAdminToken)
+	cfg, err := demoConfig(members, listen, apiToken, adminToken)
+	if err != nil {
+		return fmt.Errorf("demo config: %w", err)
+	}
+	logOut := io.Writer(os.Stderr)
+	if f.drive > 0 {
+		logOut = io.Discard // the driven demo prints its own report
+	}
+	srv, err := server.New(cfg, server.Options{Logger: newLogger(logOut, cfg.Log())})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen())
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	base := "http://" + ln.Addr().String()
+	printBanner(out, base, apiToken, adminToken)
+
+	if f.drive == 0 {
+		return srv.Serve(ctx, ln)
+	}
+	serveCtx, stopServe := context.WithCancel(ctx)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(serveCtx, ln) }()
+	report, driveErr := drive(ctx, base, apiToken, f.drive, srv)
+	stopServe()
+	if err := <-served; err != nil {
+		return err
+	}
+	printReport(out, report, members, srv)
+	return driveErr
+}
+
+func printBanner(out io.Writer, base, apiToken, adminToken string) {
+	fmt.Fprintf(out, "anvil-router demo listening on %s\n", base)
+	fmt.Fprintf(out, "  caller token: %s\n  admin token:  %s\n", apiToken, adminToken)
+	fmt.Fprintf(out, "  try: curl -sS %s/v1/chat/completions -H 'Authorization: Bearer %s' "+
+		"-H 'Content-Type: application/json' "+
+		`-d '{"model":"demo-chat","messages":[{"role":"user","content":"hello"}],"max_tokens":16}'`+"\n", base, apiToken)
+	fmt.Fprintf(out, "  admission: curl -sS %s/admin/v1/admission -H 'Authorization: Bearer %s'\n\n", base, adminToken)
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// runCmd runs the CLI in-process and returns its exit code and standard output.
+func runCmd(t *testing.T, args ...string) (int, string, error) {
+	t.Helper()
+	root := newRoot()
+	var out bytes.Buffer
+	root.SetOut(&out)
+	root.SetErr(&out)
+	root.SetArgs(args)
+	err := root.Execute()
+	return exitCode(err), out.String(), err
+}
+
+func exitCode(err error) int {
+	if err == nil {
+		return 0
+	}
+	if _, ok := err.(usageError); ok {
+		return exitUsage
+	}
+	return exitFailure
+}
+
+// The README's first Quick start command: the demo drives a routed workload end to end and exits 0.
+func TestDemoDrivesAWorkload(t *testing.T) {
+	code, out, err := runCmd(t, "serve", "--demo", "--drive", "20")
+	require.NoError(t, err, out)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "drove 20 requests (20 ok)")
+	assert.Contains(t, out, "demo-replicas/vllm-0")
+	assert.Contains(t, out, "demo-replicas/vllm-1")
+	assert.Contains(t, out, "replica_scheduler decisions=")
+	assert.Contains(t, out, "attempts=20")
+}
+
+func TestServeFlagErrors(t *testing.T) {
+	cases := [][]string{
+		{"serve"},
+		{"serve", "--demo", "--config", "x.yaml"},
+		{"serve", "--config", "x.yaml", "--drive", "3"},
+		{"serve", "--demo", "--drive", "-1"},
+		{"serve", "--bogus"},
+		{"serve", "--config", filepath.Join(t.TempDir(), "missing.yaml")},
+	}
+	for _, args := range cases {
+		t.Run(strings.Join(args, " "), func(t *testing.T) {
+			code, _, err := runCmd(t, args...)
+			assert.Error(t, err)
+			assert.Equal(t, exitUsage, code)
+		})
+	}
+}
+
+func TestConfigCheck(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	require.NoError(t, os.WriteFile(good, []byte(`listen: 127.0.0.1:8080
+auth:
+  caller_tokens: [super-secret-caller-token]
+aliases: [{id: chat, tier: t}]
+tiers:
+  - id: t
+    kind: direct
+    served_model: m
+    endpoint: http://127.0.0.1:9000
+    gates: {max_context_tokens: 1024}
+`), 0o600))
+	code, out, err := runCmd(t, "config", "check", good)
+	require.NoError(t, err, out)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "served_model: m")
+	assert.NotContains(t, out, "super-secret-caller-token", "secrets are redacted")
+
+	bad := filepath.Join(dir, "bad.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte("listen: 127.0.0.1:8080\nbogus: 1\n"), 0o600))
+	code, _, err = runCmd(t, "config", "check", bad)
+	require.Error(t, err)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, err.Error(), "bogus")
+}
+
+func TestDecisionsSummarize(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "d.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte("{\"not\":\"a record\"}\n"), 0o600))
+	code, _, err := runCmd(t, "decisions", "summarize", path)
+	require.Error(t, err, "strict ingestion refuses unknown fields")
+	assert.Equal(t, exitUsage, code)
+
+	require.NoError(t, os.WriteFile(path, nil, 0o600))
+	code, out, err := runCmd(t, "decisions", "summarize", path)
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "records=0")
+}

@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/server"
+)
+
+type serveFlags struct {
+	config string
+	demo   bool
+	listen string
+	drive  int
+}
+
+func newServe() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Serve the router (--config FILE, or --demo for an embedded demo with fake vLLM members)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			switch {
+			case f.demo == (f.config != ""):
+				return usageError{fmt.Errorf("serve needs exactly one of --config FILE or --demo")}
+			case f.drive < 0 || f.drive > 100000:
+				return usageError{fmt.Errorf("--drive must be 0-100000")}
+			case f.drive > 0 && !f.demo:
+				return usageError{fmt.Errorf("--drive works only with --demo")}
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			if f.demo {
+				return runDemo(ctx, cmd.OutOrStdout(), f)
+			}
+			return serveConfig(ctx, f)
+		},
+	}
+	cmd.Flags().StringVar(&f.config, "config", "", "router config file (YAML)")
+	cmd.Flags().BoolVar(&f.demo, "demo", false, "serve the embedded demo: fake vLLM members on loopback")
+	cmd.Flags().StringVar(&f.listen, "listen", "", "listen address, overriding the config (host:port)")
+	cmd.Flags().IntVar(&f.drive, "drive", 0, "demo only: drive N routed requests, print what each member served, exit")
+	return cmd
+}
+
+// overlayEnv layers fixed values over the process environment for config loading.
+func overlayEnv(over map[string]string) func(string) (string, bool) {
+	return func(k string) (string, bool) {
+		if v, ok := over[k]; ok {
+			return v, true
+		}
+		return os.LookupEnv(k)
+	}
+}
+
+func serveConfig(ctx context.Context, f serveFlags) error {
+	over := map[string]string{}
+	if f.listen != "" {
+		over[config.EnvListen] = f.listen
+	}
+	data, err := os.ReadFile(f.config)
+	if err != nil {
+		return usageError{fmt.Errorf("cannot read config file: %w", err)}
+	}
+	cfg, err := config.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: config.ReadTokenFile})
+	if err != nil {
+		return usageError{err}
+	}
+	log := newLogger(os.Stderr, cfg.Log())
+	srv, err := server.New(cfg, server.Options{Logger: log})
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen())
+	if err != nil {
+		_ = srv.Close()
+		return fmt.Errorf("listen: %w", err)
+	}
+	return srv.Serve(ctx, ln)
+}
+
+func newLogger(w io.Writer, l config.Log) *slog.Logger {
+	opts := &slog.HandlerOptions{Level: l.SlogLevel()}
+	if l.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, opts))
+	}
+	return slog.New(slog.NewTextHandler(w, opts))
+}
+
+// token returns the environment's value for key, or a fresh random token.
+func token(key string) string {
+	if v, ok := os.LookupEnv(key); ok && v != "" {
+		return v
+	}
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return "anvil-" + hex.EncodeToString(b[:])
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}

@@ -1,0 +1,92 @@
+package server
+
+import (
+	"errors"
+	"net/http"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/routing"
+)
+
+// apiError is one fixed, OpenAI-shaped refusal. Messages never echo caller input, upstream addresses or
+// raw Go errors.
+type apiError struct {
+	status  int
+	message string
+	kind    string // OpenAI "type"
+	code    string
+}
+
+var (
+	errUnauthenticated = apiError{http.StatusUnauthorized, "missing or invalid bearer token", "authentication_error", "invalid_api_key"}
+	errForbiddenAdmin  = apiError{http.StatusUnauthorized, "missing or invalid admin token", "authentication_error", "invalid_admin_token"}
+	errTooLarge        = apiError{http.StatusRequestEntityTooLarge, "request body is too large", "invalid_request_error", "request_too_large"}
+	errUnreadable      = apiError{http.StatusBadRequest, "request body could not be read", "invalid_request_error", "invalid_body"}
+	errUnknownAlias    = apiError{http.StatusNotFound, routing.ErrUnknownAlias.Error(), "invalid_request_error", "model_not_found"}
+	errQuiesced        = apiError{http.StatusServiceUnavailable, "the model is not admitting requests right now", "service_unavailable", "quiesced"}
+	errExhausted       = apiError{http.StatusServiceUnavailable, "the model is at capacity; retry shortly", "service_unavailable", "capacity_exhausted"}
+	errInternal        = apiError{http.StatusInternalServerError, "internal error", "server_error", "internal_error"}
+	errNotFound        = apiError{http.StatusNotFound, "no such route", "invalid_request_error", "not_found"}
+	errMethod          = apiError{http.StatusMethodNotAllowed, "method not allowed", "invalid_request_error", "method_not_allowed"}
+)
+
+// requestError maps a parse or gate refusal to its fixed 400 response. The routing package's sentinel
+// texts are the fixed messages.
+func requestError(err error) apiError {
+	code := "invalid_request"
+	switch {
+	case errors.Is(err, routing.ErrContextExceeded):
+		code = "context_length_exceeded"
+	case errors.Is(err, routing.ErrOutputExceeded):
+		code = "max_tokens_exceeded"
+	case errors.Is(err, routing.ErrToolsRefused):
+		code = "tools_not_allowed"
+	case errors.Is(err, routing.ErrMediaRefused):
+		code = "media_not_allowed"
+	case errors.Is(err, routing.ErrEndpointRefused):
+		code = "endpoint_not_supported"
+	case errors.Is(err, routing.ErrUnknownAlias):
+		return errUnknownAlias
+	}
+	var fe *routing.FieldError
+	msg := err.Error()
+	if errors.As(err, &fe) {
+		msg = fe.Error()
+	}
+	return apiError{http.StatusBadRequest, msg, "invalid_request_error", code}
+}
+
+// admissionError maps an admission refusal. Quiesced and exhausted are 503 with Retry-After: nothing
+// was reserved and the caller may come back.
+func admissionError(err error) apiError {
+	switch {
+	case errors.Is(err, admission.ErrQuiesced):
+		return errQuiesced
+	case errors.Is(err, admission.ErrExhausted):
+		return errExhausted
+	}
+	return errInternal
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    string  `json:"code"`
+}
+
+func abort(c *gin.Context, e apiError) {
+	if e.status == http.StatusServiceUnavailable {
+		c.Header("Retry-After", "1")
+	}
+	if e.status == http.StatusUnauthorized {
+		c.Header("WWW-Authenticate", `Bearer realm="anvil"`)
+	}
+	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code}})
+}

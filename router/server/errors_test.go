@@ -1,0 +1,141 @@
+package server_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
+)
+
+type openAIError struct {
+	Error struct {
+		Message string  `json:"message"`
+		Type    string  `json:"type"`
+		Param   *string `json:"param"`
+		Code    string  `json:"code"`
+	} `json:"error"`
+}
+
+// Every refusal before admission answers a fixed OpenAI-shaped error, reserves nothing and calls no
+// member.
+func TestRefusalsReserveNothing(t *testing.T) {
+	ms := startMembers(t, 2)
+	yaml := replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2, extra: "limits:\n  max_body_bytes: 16384\n"})
+	r := startRouter(t, yaml)
+	big := `{"model":"chat","messages":[{"role":"user","content":"` + strings.Repeat("x", 20000) + `"}]}`
+	cases := []struct {
+		name    string
+		path    string
+		auth    string
+		body    string
+		status  int
+		message string
+		code    string
+	}{
+		{"no token", "/v1/chat/completions", "", chatBody(4, false), 401, "missing or invalid bearer token", "invalid_api_key"},
+		{"wrong token", "/v1/chat/completions", "Bearer nope", chatBody(4, false), 401, "missing or invalid bearer token", "invalid_api_key"},
+		{"wrong scheme", "/v1/chat/completions", "Basic " + callerToken, chatBody(4, false), 401, "missing or invalid bearer token", "invalid_api_key"},
+		{"admin token is not a caller token", "/v1/chat/completions", "Bearer " + adminToken, chatBody(4, false), 401, "missing or invalid bearer token", "invalid_api_key"},
+		{"too large", "/v1/chat/completions", "", big, 413, "request body is too large", "request_too_large"},
+		{"not json", "/v1/chat/completions", "", `{"model":`, 400, "request body must be a JSON object", "invalid_request"},
+		{"missing model", "/v1/chat/completions", "", `{"messages":[{"content":"a"}]}`, 400, "'model' is required and must be a non-empty string", "invalid_request"},
+		{"missing messages", "/v1/chat/completions", "", `{"model":"chat"}`, 400, "request has no prompt: 'messages', 'prompt' or 'input' is required", "invalid_request"},
+		{"bad max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":-3,"messages":[{"content":"a"}]}`, 400, "requested max output tokens must be a positive integer", "invalid_request"},
+		{"wrong field type", "/v1/chat/completions", "", `{"model":"chat","stream":"yes","messages":[{"content":"a"}]}`, 400, "field 'stream' has the wrong type", "invalid_request"},
+		{"unknown alias", "/v1/chat/completions", "", `{"model":"nope","messages":[{"content":"a"}]}`, 404, "the requested model does not exist", "model_not_found"},
+		{"output gate", "/v1/chat/completions", "", `{"model":"chat","max_tokens":513,"messages":[{"content":"a"}]}`, 400, "requested output tokens exceed the model's maximum output", "max_tokens_exceeded"},
+		{"context gate", "/v1/completions", "", `{"model":"chat","max_tokens":500,"prompt":"` + strings.Repeat("y", 11000) + `"}`, 400, "estimated prompt tokens plus requested output tokens exceed the model's context window", "context_length_exceeded"},
+		{"tools gate", "/v1/chat/completions", "", `{"model":"chat","tools":[{"type":"function","function":{"name":"f"}}],"messages":[{"content":"a"}]}`, 400, "this model does not accept tools", "tools_not_allowed"},
+		{"media gate", "/v1/chat/completions", "", `{"model":"chat","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:"}}]}]}`, 400, "this model does not accept image, audio, video or file content", "media_not_allowed"},
+		{"embeddings never reach replica tiers", "/v1/embeddings", "", `{"model":"chat","input":"a"}`, 400, "this model does not serve this endpoint", "endpoint_not_supported"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			req, err := http.NewRequest(http.MethodPost, r.http.URL+c.path, strings.NewReader(c.body))
+			require.NoError(t, err)
+			switch c.auth {
+			case "":
+				if c.status != 401 {
+					req.Header.Set("Authorization", "Bearer "+callerToken)
+				}
+			default:
+				req.Header.Set("Authorization", c.auth)
+			}
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer resp.Body.Close()
+			r.wait(t, 1)
+			assert.Equal(t, c.status, resp.StatusCode)
+			var e openAIError
+			require.NoError(t, json.NewDecoder(resp.Body).Decode(&e))
+			assert.Equal(t, c.message, e.Error.Message)
+			assert.Equal(t, c.code, e.Error.Code)
+			assert.NotEmpty(t, e.Error.Type)
+		})
+	}
+	assert.Zero(t, totalCalls(ms), "no refusal reaches a member")
+	s := r.snapshot(t, "replicas")
+	assertSettled(t, s)
+	assert.Zero(t, s.Acquired, "no refusal reserves anything")
+	for _, rec := range r.srv.Decisions().Recent(100) {
+		assert.Zero(t, rec.Attempts)
+		assert.Equal(t, decisionlog.OutcomeRefused, rec.Outcome)
+	}
+}
+
+func TestQuiescedAndExhaustedAre503WithRetryAfter(t *testing.T) {
+	ms := startMembers(t, 2)
+	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2}))
+
+	status, body := r.admin(t, `{"action":"quiesce","tier":"replicas","reason":"maintenance"}`)
+	require.Equal(t, http.StatusOK, status, body)
+	code, out, hdr := r.do(t, "/v1/chat/completions", chatBody(4, false))
+	r.wait(t, 1)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "1", hdr.Get("Retry-After"))
+	assert.Contains(t, out, `"code":"quiesced"`)
+
+	status, body = r.admin(t, `{"action":"readmit","tier":"replicas"}`)
+	require.Equal(t, http.StatusOK, status, body)
+	// No member ready: exhausted, nothing reserved, nothing called.
+	for _, m := range ms {
+		m.srv.CloseClientConnections()
+		m.srv.Close()
+	}
+	r.srv.ProbeNow(t.Context())
+	code, out, hdr = r.do(t, "/v1/chat/completions", chatBody(4, false))
+	r.wait(t, 1)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Equal(t, "1", hdr.Get("Retry-After"))
+	assert.Contains(t, out, `"code":"capacity_exhausted"`)
+	assert.Zero(t, totalCalls(ms))
+	s := r.snapshot(t, "replicas")
+	assertSettled(t, s)
+	assert.Zero(t, s.Acquired)
+	recs := r.srv.Decisions().Recent(2)
+	require.Len(t, recs, 2)
+	for _, rec := range recs {
+		assert.Equal(t, decisionlog.OutcomeNotAdmitted, rec.Outcome)
+		assert.Nil(t, rec.ReplicaScheduler, "exhaustion carries no scheduler payload")
+	}
+}
+
+func TestUnknownRoutesAndMethods(t *testing.T) {
+	ms := startMembers(t, 2)
+	r := startRouter(t, replicaYAML(ms, tierOpts{}))
+	resp, err := http.Get(r.http.URL + "/v1/nothing")
+	require.NoError(t, err)
+	resp.Body.Close()
+	r.wait(t, 1)
+	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
+	resp, err = http.Get(r.http.URL + "/v1/chat/completions")
+	require.NoError(t, err)
+	resp.Body.Close()
+	r.wait(t, 1)
+	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+}

@@ -1,0 +1,212 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/routing"
+)
+
+// proxy returns the handler of one OpenAI endpoint: the whole walk of one request.
+func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		rec := decisionlog.Record{RequestID: requestID(c), Start: s.now(), Outcome: decisionlog.OutcomeRefused}
+		defer func() {
+			rec.Duration = s.now().Sub(rec.Start)
+			if rec.Status == 0 {
+				rec.Status = c.Writer.Status()
+			}
+			s.record(c, rec)
+		}()
+
+		req, ok := s.parse(c, ep)
+		if !ok {
+			return
+		}
+		tier, err := s.router.Resolve(req)
+		if err != nil {
+			abort(c, requestError(err))
+			return
+		}
+		rec.Alias, rec.Tier = req.Model, tier.ID
+		rec.Route, rec.Strategy = route(tier)
+		body, err := req.Body(tier.ServedModel)
+		if err != nil {
+			abort(c, errInternal)
+			return
+		}
+
+		lease, target, err := s.router.Admit(tier)
+		if err != nil {
+			rec.Outcome = decisionlog.OutcomeNotAdmitted
+			abort(c, admissionError(err))
+			return
+		}
+		// The handler owns the lease: this one defer releases it on every path, panics included.
+		defer lease.Release()
+		rec.Member = target.Member
+		if d, ok := lease.Decision(); ok {
+			rec.ReplicaScheduler = &d
+		}
+
+		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
+			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
+			RequestID: rec.RequestID, APIKey: tier.APIKey.Reveal(),
+		})
+		rec.Outcome = decisionlog.Outcome(res.Outcome)
+		rec.Attempts, rec.Status, rec.FirstByte = res.Attempts, res.Status, res.FirstByte
+		c.Abort() // the relay wrote the response
+	}
+}
+
+// parse bounds and decodes the body once.
+func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bool) {
+	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Limits().MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			abort(c, errTooLarge)
+		} else {
+			abort(c, errUnreadable)
+		}
+		return routing.Request{}, false
+	}
+	req, err := routing.ParseRequest(ep, body)
+	if err != nil {
+		abort(c, requestError(err))
+		return routing.Request{}, false
+	}
+	return req, true
+}
+
+func route(t config.Tier) (decisionlog.Route, decisionlog.Strategy) {
+	if t.Kind == config.KindDirect {
+		return decisionlog.RouteDirect, decisionlog.StrategyNone
+	}
+	if t.Strategy == config.StrategyCapacity {
+		return decisionlog.RouteReplica, decisionlog.StrategyCapacity
+	}
+	return decisionlog.RouteReplica, decisionlog.StrategyRoundRobin
+}
+
+// record stores the decision and writes one access-log line. Neither carries bodies, prompts, URLs or
+// credentials: the record's fields are IDs, enums and numbers.
+func (s *Server) record(c *gin.Context, rec decisionlog.Record) {
+	if err := s.decisions.Add(rec); err != nil {
+		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
+	}
+	s.log.Info("request",
+		"request_id", rec.RequestID, "path", c.FullPath(), "status", rec.Status,
+		"alias", rec.Alias, "tier", rec.Tier, "member", rec.Member,
+		"outcome", string(rec.Outcome), "attempts", rec.Attempts,
+		"duration_ms", rec.Duration.Milliseconds())
+}
+
+// models lists the aliases, in OpenAI's shape: callers name aliases, never tiers or members.
+func (s *Server) models(c *gin.Context) {
+	type model struct {
+		ID      string `json:"id"`
+		Object  string `json:"object"`
+		Created int64  `json:"created"`
+		OwnedBy string `json:"owned_by"`
+	}
+	aliases := s.cfg.Aliases()
+	out := struct {
+		Object string  `json:"object"`
+		Data   []model `json:"data"`
+	}{Object: "list", Data: make([]model, 0, len(aliases))}
+	for _, a := range aliases {
+		out.Data = append(out.Data, model{ID: a.ID, Object: "model", Created: s.started.Unix(), OwnedBy: "anvil"})
+	}
+	c.JSON(http.StatusOK, out)
+}
+
+// readyz answers 200 once the first readiness round has completed and every replica tier has at least
+// one ready member; the body says per tier how many members are ready.
+func (s *Server) readyz(c *gin.Context) {
+	type tierReady struct {
+		Tier    string `json:"tier"`
+		Ready   int    `json:"ready"`
+		Members int    `json:"members"`
+	}
+	out := struct {
+		Ready bool        `json:"ready"`
+		Tiers []tierReady `json:"tiers"`
+	}{Ready: s.probed.Load(), Tiers: []tierReady{}}
+	for _, t := range s.cfg.Tiers() {
+		if t.Kind != config.KindReplica {
+			continue
+		}
+		tr := tierReady{Tier: t.ID, Members: len(t.Members)}
+		for _, ok := range s.prober.State().Snapshot(t.ID) {
+			if ok {
+				tr.Ready++
+			}
+		}
+		if tr.Ready == 0 {
+			out.Ready = false
+		}
+		out.Tiers = append(out.Tiers, tr)
+	}
+	status := http.StatusOK
+	if !out.Ready {
+		status = http.StatusServiceUnavailable
+	}
+	c.JSON(status, out)
+}
+
+// admissionState is the admin view of every tier's admission snapshot.
+func (s *Server) admissionState(c *gin.Context) {
+	c.JSON(http.StatusOK, snapshotsJSON(s.router.Admission().Snapshots()))
+}
+
+type memberJSON struct {
+	ID             string `json:"id"`
+	State          string `json:"state"`
+	Reason         string `json:"reason,omitempty"`
+	Draining       bool   `json:"draining"`
+	Active         int64  `json:"active_requests"`
+	MaxConcurrency int64  `json:"max_concurrency"`
+}
+
+type tierJSON struct {
+	ID             string       `json:"id"`
+	Kind           string       `json:"kind"`
+	Strategy       string       `json:"strategy,omitempty"`
+	State          string       `json:"state"`
+	Reason         string       `json:"reason,omitempty"`
+	Draining       bool         `json:"draining"`
+	Active         int64        `json:"active_requests"`
+	MaxConcurrency int64        `json:"max_concurrency"`
+	Released       uint64       `json:"released"`
+	ReleaseMisuse  uint64       `json:"release_misuse"`
+	Members        []memberJSON `json:"members,omitempty"`
+}
+
+func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
+	out := make([]tierJSON, 0, len(snaps))
+	for _, sn := range snaps {
+		t := tierJSON{ID: sn.ID, Kind: sn.Kind.String(), State: sn.State, Reason: sn.Reason,
+			Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
+			Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
+		if sn.Kind == admission.KindReplica {
+			t.Strategy = sn.Strategy.String()
+		}
+		for _, m := range sn.Members {
+			t.Members = append(t.Members, memberJSON{ID: m.ID, State: m.State, Reason: m.Reason,
+				Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
+		}
+		out = append(out, t)
+	}
+	return out
+}
+
+func (s *Server) now() time.Time { return time.Now() }

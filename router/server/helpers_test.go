@@ -1,0 +1,271 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/server"
+)
+
+const (
+	callerToken = "caller-token-0123456789"
+	adminToken  = "admin-token-0123456789"
+	servedModel = "test/llama"
+)
+
+// member is one real fake-vLLM server on loopback, with a counter of the generation requests that
+// reached it (the router must call exactly one member once per admitted request).
+type member struct {
+	fake        *fakevllm.Server
+	srv         *httptest.Server
+	calls       atomic.Int64
+	inflight    atomic.Int64
+	maxInflight atomic.Int64
+	entered     chan struct{} // receives (without blocking) when a generation request arrives
+}
+
+func (m *member) URL() string { return m.srv.URL }
+
+func startMember(t *testing.T, model string, seed uint64) *member {
+	t.Helper()
+	fake, err := fakevllm.NewServer(fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed})
+	require.NoError(t, err)
+	m := &member{fake: fake, entered: make(chan struct{}, 64)}
+	h := fake.Handler()
+	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
+			h.ServeHTTP(w, r)
+			return
+		}
+		m.calls.Add(1)
+		now := m.inflight.Add(1)
+		for {
+			peak := m.maxInflight.Load()
+			if now <= peak || m.maxInflight.CompareAndSwap(peak, now) {
+				break
+			}
+		}
+		select {
+		case m.entered <- struct{}{}:
+		default:
+		}
+		defer m.inflight.Add(-1)
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(func() {
+		m.srv.CloseClientConnections()
+		m.srv.Close()
+		fake.Close()
+	})
+	return m
+}
+
+// slow stretches the member's engine steps by factor (the fake's step-time fault).
+func slow(t *testing.T, m *member, factor float64) {
+	t.Helper()
+	f := m.fake.Faults()
+	f.StepTimeMultiplier = factor
+	require.NoError(t, m.fake.SetFaults(f))
+}
+
+// fault replaces the member's faults.
+func fault(t *testing.T, m *member, f fakevllm.Faults) {
+	t.Helper()
+	require.NoError(t, m.fake.SetFaults(f))
+}
+
+func startMembers(t *testing.T, n int) []*member {
+	ms := make([]*member, n)
+	for i := range ms {
+		ms[i] = startMember(t, servedModel, uint64(i+1))
+	}
+	return ms
+}
+
+// router is a real anvil router on loopback. done receives once per finished front-door request,
+// after every deferred release and record of that request has run.
+type router struct {
+	srv  *server.Server
+	http *httptest.Server
+	done chan string
+}
+
+type tierOpts struct {
+	strategy      string // "round_robin" or "capacity"
+	memberCeiling int    // 0 = none
+	tierCeiling   int    // 0 = none
+	extra         string // extra YAML for the top level
+}
+
+func replicaYAML(ms []*member, o tierOpts) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nshutdown_grace: 5s\n%s", o.extra)
+	b.WriteString("aliases:\n  - id: chat\n    tier: replicas\ntiers:\n  - id: replicas\n    kind: replica\n")
+	fmt.Fprintf(&b, "    served_model: %s\n    host: 127.0.0.1\n    provenance: test fakes\n", servedModel)
+	if o.strategy != "" {
+		fmt.Fprintf(&b, "    replica_strategy: %s\n", o.strategy)
+	}
+	if o.tierCeiling > 0 {
+		fmt.Fprintf(&b, "    max_concurrency: %d\n", o.tierCeiling)
+	}
+	b.WriteString("    gates:\n      max_context_tokens: 4096\n      max_output_tokens: 512\n    members:\n")
+	for i, m := range ms {
+		fmt.Fprintf(&b, "      - id: m%02d\n        endpoint: %s\n", i, m.URL())
+		if o.memberCeiling > 0 {
+			fmt.Fprintf(&b, "        max_concurrency: %d\n", o.memberCeiling)
+		}
+	}
+	return b.String()
+}
+
+func env(k string) (string, bool) {
+	switch k {
+	case config.EnvAPIToken:
+		return callerToken, true
+	case config.EnvAdminToken:
+		return adminToken, true
+	}
+	return "", false
+}
+
+func startRouter(t *testing.T, yaml string) *router {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), env)
+	require.NoError(t, err)
+	srv, err := server.New(cfg, server.Options{})
+	require.NoError(t, err)
+	srv.ProbeNow(context.Background())
+	r := &router{srv: srv, done: make(chan string, 1024)}
+	h := srv.Handler()
+	r.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		h.ServeHTTP(w, req)
+		r.done <- req.URL.Path
+	}))
+	t.Cleanup(func() {
+		r.http.CloseClientConnections()
+		r.http.Close()
+		_ = srv.Close()
+	})
+	return r
+}
+
+// wait blocks until n front-door requests have fully finished (handler returned).
+func (r *router) wait(t *testing.T, n int) {
+	t.Helper()
+	for range n {
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("router request did not finish")
+		}
+	}
+}
+
+func (r *router) post(t *testing.T, ctx context.Context, path, body string) *http.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.http.URL+path, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+callerToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
+}
+
+// do posts and reads the whole response.
+func (r *router) do(t *testing.T, path, body string) (int, string, http.Header) {
+	t.Helper()
+	resp := r.post(t, context.Background(), path, body)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b), resp.Header
+}
+
+func (r *router) snapshot(t *testing.T, tier string) admission.Snapshot {
+	t.Helper()
+	ta, ok := r.srv.Admission().Tier(tier)
+	require.True(t, ok)
+	return ta.Snapshot()
+}
+
+// assertSettled checks that nothing is held: tier active 0, every member 0, tier active equal to the
+// sum of members, and releases equal to acquisitions with no misuse.
+func assertSettled(t *testing.T, s admission.Snapshot) {
+	t.Helper()
+	var sum int64
+	for _, m := range s.Members {
+		sum += m.Active
+		assert.Zero(t, m.Active, "member %s still holds a lease", m.ID)
+	}
+	assert.Zero(t, s.Active, "tier %s still holds a lease", s.ID)
+	assert.Equal(t, s.Active, sum)
+	assert.Equal(t, s.Acquired, s.Released, "every lease released exactly once")
+	assert.Zero(t, s.ReleaseMisuse)
+}
+
+func totalCalls(ms []*member) int64 {
+	var n int64
+	for _, m := range ms {
+		n += m.calls.Load()
+	}
+	return n
+}
+
+func chatBody(maxTokens int, stream bool) string {
+	return fmt.Sprintf(`{"model":"chat","messages":[{"role":"user","content":"hello there"}],"max_tokens":%d,"stream":%t,"ignore_eos":true}`, maxTokens, stream)
+}
+
+func responsesBody(maxTokens int, stream bool) string {
+	return fmt.Sprintf(`{"model":"chat","input":"hello there","max_output_tokens":%d,"stream":%t,"ignore_eos":true}`, maxTokens, stream)
+}
+
+// readEvents reads SSE data payloads until the stream ends.
+func readEvents(t *testing.T, body io.Reader) []string {
+	t.Helper()
+	var out []string
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	for sc.Scan() {
+		if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+			out = append(out, data)
+		}
+	}
+	return out
+}
+
+// admin posts a transition with the admin token and waits for it to finish.
+func (r *router) admin(t *testing.T, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.http.URL+"/admin/v1/transition", strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	r.wait(t, 1)
+	return resp.StatusCode, string(b)
+}
+
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
+}

@@ -1,0 +1,162 @@
+package server_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// flood sends n slow streaming requests straight to a member, bypassing the router, so the member's own
+// engine shows running and waiting requests. The returned func cancels them and waits until they end.
+func flood(t *testing.T, m *member, n int) func() {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			body := `{"model":"` + servedModel + `","messages":[{"role":"user","content":"busy"}],"max_tokens":512,"ignore_eos":true,"stream":true}`
+			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.URL()+"/v1/chat/completions", strings.NewReader(body))
+			resp, err := http.DefaultClient.Do(req)
+			if err == nil {
+				readEvents(t, resp.Body)
+				resp.Body.Close()
+			}
+		})
+	}
+	for range n {
+		<-m.entered
+	}
+	stop := func() { cancel(); wg.Wait() }
+	t.Cleanup(stop)
+	return stop
+}
+
+// nudge sends one routed request the caller abandons after a short deadline: admission selects (and
+// the pressure cache schedules due refreshes) whether or not the chosen member is fast. It returns once
+// the router has finished the request and released its lease.
+func nudge(t *testing.T, r *router) {
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.http.URL+"/v1/chat/completions", strings.NewReader(chatBody(1, false)))
+	req.Header.Set("Authorization", "Bearer "+callerToken)
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+	}
+	<-r.done
+}
+
+// waitPressure nudges the router until the cache holds pressure of the wanted freshness for every
+// member. The condition runs on one goroutine at a time, so nudges never overlap.
+func waitPressure(t *testing.T, r *router, want map[string]scheduler.Freshness) {
+	t.Helper()
+	var mu sync.Mutex
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		p, err := r.srv.Pressure("replicas")
+		if err == nil && freshnessIs(p, want) {
+			return true
+		}
+		nudge(t, r)
+		return false
+	}, 20*time.Second, 20*time.Millisecond)
+	mu.Lock() // a late condition call has finished before the test goes on
+	mu.Unlock()
+}
+
+func freshnessIs(p map[string]scheduler.Pressure, want map[string]scheduler.Freshness) bool {
+	for id, f := range want {
+		if p[id].Freshness() != f {
+			return false
+		}
+	}
+	return true
+}
+
+// lastMembers returns the members chosen by the n most recent decisions.
+func lastMembers(r *router, n int) []string {
+	var out []string
+	for _, rec := range r.srv.Decisions().Recent(n) {
+		out = append(out, rec.Member)
+	}
+	return out
+}
+
+func TestBusyMemberStopsReceivingTrafficWhilePeerIsFreshAndIdle(t *testing.T) {
+	ms := startMembers(t, 2)
+	slow(t, ms[0], 200)
+	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 8}))
+	flood(t, ms[0], 12) // 8 running (max_num_seqs) and 4 waiting: 1.5e6 ppm against a ceiling of 8
+	var mu sync.Mutex
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		p, err := r.srv.Pressure("replicas")
+		busy, ok := p["m00"].PPM()
+		if err == nil && ok && busy >= 1_500_000 && p["m01"].Freshness() == scheduler.FreshnessFresh {
+			return true
+		}
+		nudge(t, r)
+		return false
+	}, 20*time.Second, 20*time.Millisecond, "the busy member's running plus waiting reaches the cache")
+	mu.Lock()
+	mu.Unlock()
+
+	for range 6 {
+		code, out, _ := r.do(t, "/v1/chat/completions", chatBody(2, false))
+		require.Equal(t, http.StatusOK, code, out)
+	}
+	r.wait(t, 6)
+	assert.Equal(t, []string{"m01", "m01", "m01", "m01", "m01", "m01"}, lastMembers(r, 6))
+	for _, rec := range r.srv.Decisions().Recent(6) {
+		scores := rec.ReplicaScheduler.Scores()
+		require.Len(t, scores, 2)
+		assert.Equal(t, "m01", scores[0].MemberID())
+		assert.Equal(t, scheduler.FreshnessFresh, scores[1].Freshness())
+	}
+}
+
+func TestMetricsOutageIsUnknownNeverIdle(t *testing.T) {
+	ms := startMembers(t, 2)
+	slow(t, ms[1], 200)
+	fault(t, ms[0], fakevllm.Faults{Metrics: fakevllm.MetricsFault{Mode: fakevllm.MetricsError}})
+	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 8}))
+	flood(t, ms[1], 12) // the only member with telemetry is busy
+	waitPressure(t, r, map[string]scheduler.Freshness{"m00": scheduler.FreshnessFailed, "m01": scheduler.FreshnessFresh})
+
+	// Were the failed member read as idle (0 ppm), it would beat its busy peer. It ranks as unknown,
+	// after any fresh member at equal local load. (The busy member is slow, so these callers leave
+	// early; the selection is what is checked.)
+	for range 4 {
+		nudge(t, r)
+	}
+	assert.Equal(t, []string{"m01", "m01", "m01", "m01"}, lastMembers(r, 4))
+	for _, rec := range r.srv.Decisions().Recent(4) {
+		scores := rec.ReplicaScheduler.Scores()
+		require.Len(t, scores, 2)
+		last := scores[1]
+		assert.Equal(t, "m00", last.MemberID())
+		assert.True(t, last.UpstreamUnknown())
+		assert.Equal(t, scheduler.FreshnessFailed, last.Freshness())
+		_, has := last.UpstreamPressurePPM()
+		assert.False(t, has, "non-fresh pressure carries no ppm")
+	}
+}
+
+func TestRoundRobinRunsNoTelemetry(t *testing.T) {
+	ms := startMembers(t, 2)
+	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "round_robin"}))
+	_, err := r.srv.Pressure("replicas")
+	assert.Error(t, err, "no capacity tier, no pressure cache")
+}
