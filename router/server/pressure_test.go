@@ -56,23 +56,26 @@ func nudge(t *testing.T, r *router) {
 	<-r.done
 }
 
-// waitPressure nudges the router until the cache holds pressure of the wanted freshness for every
-// member. The condition runs on one goroutine at a time, so nudges never overlap.
-func waitPressure(t *testing.T, r *router, want map[string]scheduler.Freshness) {
+// untilPressure nudges the router until the cache's pressure for the tier satisfies ok. Each nudge is
+// a full routed round trip, so the loop paces itself on real work, never on a sleep.
+func untilPressure(t *testing.T, r *router, ok func(map[string]scheduler.Pressure) bool) {
 	t.Helper()
-	var mu sync.Mutex
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		p, err := r.srv.Pressure("replicas")
-		if err == nil && freshnessIs(p, want) {
-			return true
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if p, err := r.srv.Pressure("replicas"); err == nil && ok(p) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the pressure cache never reached the expected state")
 		}
 		nudge(t, r)
-		return false
-	}, 20*time.Second, 20*time.Millisecond)
-	mu.Lock() // a late condition call has finished before the test goes on
-	mu.Unlock()
+	}
+}
+
+// waitPressure waits until every member's pressure has the wanted freshness.
+func waitPressure(t *testing.T, r *router, want map[string]scheduler.Freshness) {
+	t.Helper()
+	untilPressure(t, r, func(p map[string]scheduler.Pressure) bool { return freshnessIs(p, want) })
 }
 
 func freshnessIs(p map[string]scheduler.Pressure, want map[string]scheduler.Freshness) bool {
@@ -98,20 +101,11 @@ func TestBusyMemberStopsReceivingTrafficWhilePeerIsFreshAndIdle(t *testing.T) {
 	slow(t, ms[0], 200)
 	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 8}))
 	flood(t, ms[0], 12) // 8 running (max_num_seqs) and 4 waiting: 1.5e6 ppm against a ceiling of 8
-	var mu sync.Mutex
-	require.Eventually(t, func() bool {
-		mu.Lock()
-		defer mu.Unlock()
-		p, err := r.srv.Pressure("replicas")
+	// The busy member's running plus waiting reaches the cache as fresh pressure over its ceiling.
+	untilPressure(t, r, func(p map[string]scheduler.Pressure) bool {
 		busy, ok := p["m00"].PPM()
-		if err == nil && ok && busy >= 1_500_000 && p["m01"].Freshness() == scheduler.FreshnessFresh {
-			return true
-		}
-		nudge(t, r)
-		return false
-	}, 20*time.Second, 20*time.Millisecond, "the busy member's running plus waiting reaches the cache")
-	mu.Lock()
-	mu.Unlock()
+		return ok && busy >= 1_500_000 && p["m01"].Freshness() == scheduler.FreshnessFresh
+	})
 
 	for range 6 {
 		code, out, _ := r.do(t, "/v1/chat/completions", chatBody(2, false))
