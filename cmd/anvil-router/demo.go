@@ -97,7 +97,7 @@ func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
 	serveCtx, stopServe := context.WithCancel(ctx)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(serveCtx, ln) }()
-	report, driveErr := drive(ctx, base, apiToken, f.drive, srv)
+	report, driveErr := drive(ctx, base, apiToken, f.drive)
 	stopServe()
 	if err := <-served; err != nil {
 		return err

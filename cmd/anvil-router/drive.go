@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -16,8 +17,8 @@ import (
 	"github.com/anvil-llm/anvil/router/server"
 )
 
-// driveConcurrency is how many demo clients send at once: above one member's ceiling, so the scheduler
-// has real choices to make, and below the tier's, so nothing is refused.
+// driveConcurrency is how many demo clients send at once: enough to keep both members busy so the
+// scheduler has real choices to make, and within the tier's ceiling, so nothing is refused.
 const driveConcurrency = 8
 
 // shot is one kind of demo request.
@@ -42,7 +43,7 @@ type driveReport struct {
 }
 
 // drive sends n requests through the router over real HTTP and checks every response end to end.
-func drive(ctx context.Context, base, token string, n int, _ *server.Server) (driveReport, error) {
+func drive(ctx context.Context, base, token string, n int) (driveReport, error) {
 	client := &http.Client{Timeout: time.Minute}
 	jobs := make(chan int)
 	rep := driveReport{failures: map[string]int{}}
@@ -120,8 +121,13 @@ func send(ctx context.Context, client *http.Client, base, token string, s shot) 
 func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.Server) {
 	fmt.Fprintf(out, "drove %d requests (%d ok) in %s with %d concurrent clients\n",
 		rep.sent, rep.ok, rep.elapsed.Round(time.Millisecond), driveConcurrency)
-	for msg, n := range rep.failures {
-		fmt.Fprintf(out, "  failed: %d x %s\n", n, msg)
+	msgs := make([]string, 0, len(rep.failures))
+	for msg := range rep.failures {
+		msgs = append(msgs, msg)
+	}
+	sort.Strings(msgs)
+	for _, msg := range msgs {
+		fmt.Fprintf(out, "  failed: %d x %s\n", rep.failures[msg], msg)
 	}
 	fmt.Fprintln(out, "\nwhat each member served (engine-side finished requests):")
 	for i, m := range members.replicas.Members() {

@@ -43,6 +43,10 @@ func newServe() *cobra.Command {
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			go func() {
+				<-ctx.Done()
+				stop() // the first signal starts a graceful shutdown; a second one kills the process
+			}()
 			if f.demo {
 				return runDemo(ctx, cmd.OutOrStdout(), f)
 			}

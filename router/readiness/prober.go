@@ -67,6 +67,10 @@ func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict,
 	for _, tg := range p.targets {
 		if tg.Tier == tier && tg.Member == member {
 			v := p.Probe(ctx, tg)
+			if ctx.Err() != nil {
+				// The caller gave up: that says nothing about the member, so the last verdict stands.
+				return Unprobed, ctx.Err()
+			}
 			return v, p.state.Record(tier, member, v)
 		}
 	}
@@ -82,10 +86,12 @@ func (p *Prober) Probe(ctx context.Context, tg Target) Verdict {
 	switch {
 	case err != nil:
 		return Unreachable
-	case status != http.StatusOK || !ListsExactly(body, tg.ServedModel):
+	case status != http.StatusOK:
+		return Unhealthy
+	case !ListsExactly(body, tg.ServedModel):
 		return WrongModel
 	}
-	status, _, err = p.get(ctx, base+"/health", 0)
+	status, _, err = p.get(ctx, base+"/health", 64) // read (and so reuse the connection of) a short body
 	switch {
 	case err != nil:
 		return Unreachable

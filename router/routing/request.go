@@ -256,8 +256,24 @@ func (m *measure) textOrList(raw json.RawMessage, field string) error {
 	return nil
 }
 
-type message struct {
-	Content json.RawMessage `json:"content"`
+// object decodes a JSON object with exact, case-sensitive keys. Struct decoding would fold case and let
+// "Content" shadow "content", which the upstream (exact-key) still reads: a gate bypass.
+func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
+		return nil, false
+	}
+	return fields, true
+}
+
+// typeOf reads an object's "type" string; absent means "".
+func typeOf(fields map[string]json.RawMessage) (string, bool) {
+	raw, ok := fields["type"]
+	if !ok || isNull(raw) {
+		return "", true
+	}
+	var t string
+	return t, json.Unmarshal(raw, &t) == nil
 }
 
 func (m *measure) messageList(raw json.RawMessage, field string) error {
@@ -270,29 +286,38 @@ func (m *measure) messageList(raw json.RawMessage, field string) error {
 	}
 	m.seen = true
 	for _, rawMsg := range msgs {
-		var msg message
-		if err := json.Unmarshal(rawMsg, &msg); err != nil {
+		msg, ok := object(rawMsg)
+		if !ok {
 			return &FieldError{field}
 		}
 		m.messages++
-		if err := m.content(msg.Content, field); err != nil {
+		if err := m.content(msg["content"], field); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// part is one typed content part of a chat message or a Responses input item.
-type part struct {
-	Type string          `json:"type"`
-	Text json.RawMessage `json:"text"`
-}
-
 // mediaParts are the content-part types that carry images, audio, video or files in the chat and
-// Responses dialects.
+// Responses dialects. A part also counts as media when it carries one of these as a key, whatever its
+// type says, because servers accept typeless media parts.
 var mediaParts = map[string]bool{
 	"image_url": true, "input_image": true, "input_audio": true, "audio_url": true,
 	"video_url": true, "input_video": true, "file": true, "input_file": true,
+	"image": true, "image_embeds": true, "audio": true, "video": true,
+}
+
+// isMedia reports whether a content part or Responses item carries media.
+func isMedia(fields map[string]json.RawMessage, typ string) bool {
+	if mediaParts[typ] {
+		return true
+	}
+	for k := range fields {
+		if mediaParts[k] {
+			return true
+		}
+	}
+	return false
 }
 
 func (m *measure) content(raw json.RawMessage, field string) error {
@@ -302,16 +327,24 @@ func (m *measure) content(raw json.RawMessage, field string) error {
 	if raw[0] == '"' {
 		return m.text(raw, field)
 	}
-	var parts []part
+	var parts []json.RawMessage
 	if err := json.Unmarshal(raw, &parts); err != nil {
 		return &FieldError{field}
 	}
-	for _, p := range parts {
-		switch {
-		case mediaParts[p.Type]:
+	for _, rawPart := range parts {
+		p, ok := object(rawPart)
+		if !ok {
+			return &FieldError{field}
+		}
+		typ, ok := typeOf(p)
+		if !ok {
+			return &FieldError{field}
+		}
+		if isMedia(p, typ) {
 			m.media = true
-		case len(p.Text) > 0:
-			if err := m.text(p.Text, field); err != nil {
+		}
+		if text, ok := p["text"]; ok && !isNull(text) {
+			if err := m.text(text, field); err != nil {
 				return err
 			}
 		}
@@ -336,25 +369,25 @@ func (m *measure) responsesInput(raw json.RawMessage) error {
 	}
 	m.seen = true
 	for _, item := range items {
-		var it struct {
-			Type    string          `json:"type"`
-			Content json.RawMessage `json:"content"`
-			Text    json.RawMessage `json:"text"`
+		it, ok := object(item)
+		if !ok {
+			return &FieldError{"input"}
 		}
-		if err := json.Unmarshal(item, &it); err != nil {
+		typ, ok := typeOf(it)
+		if !ok {
 			return &FieldError{"input"}
 		}
 		m.messages++
-		if mediaParts[it.Type] {
+		if isMedia(it, typ) {
 			m.media = true
 			continue
 		}
-		if len(it.Text) > 0 {
-			if err := m.text(it.Text, "input"); err != nil {
+		if text, ok := it["text"]; ok && !isNull(text) {
+			if err := m.text(text, "input"); err != nil {
 				return err
 			}
 		}
-		if err := m.content(it.Content, "input"); err != nil {
+		if err := m.content(it["content"], "input"); err != nil {
 			return err
 		}
 	}

@@ -39,6 +39,14 @@ func TestParseRequest(t *testing.T) {
 			Request{Model: "m", MaxOutput: 5, PromptTokens: EstimateTokens(11, 1)}, nil},
 		{"responses items with audio", Responses, `{"model":"m","input":[{"role":"user","content":[{"type":"input_text","text":"ab"},{"type":"input_audio"}]}]}`,
 			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(2, 1)}, nil},
+		{"wrong-case type cannot hide an image", ChatCompletions, `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","Type":"text","image_url":{"url":"x"}}]}]}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(0, 1)}, nil},
+		{"typeless media part", ChatCompletions, `{"model":"m","messages":[{"role":"user","content":[{"image_url":{"url":"x"}}]}]}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(0, 1)}, nil},
+		{"wrong-case content cannot shrink the prompt", ChatCompletions, `{"model":"m","messages":[{"role":"user","content":"0123456789","Content":""}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(10, 1)}, nil},
+		{"responses wrong-case type cannot hide media", Responses, `{"model":"m","input":[{"type":"input_image","Type":"input_text","image_url":"x"}]}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(0, 1)}, nil},
 		{"embeddings list", Embeddings, `{"model":"m","input":["ab","cd"]}`,
 			Request{Model: "m", PromptTokens: EstimateTokens(4, 0)}, nil},
 
@@ -131,6 +139,7 @@ func FuzzParseRequest(f *testing.F) {
 	f.Add(uint8(1), `{"model":"m","prompt":["a",[1,2]],"max_tokens":3}`)
 	f.Add(uint8(2), `{"model":"m","input":[{"type":"input_image"}],"tools":[{}]}`)
 	f.Add(uint8(3), `{"model":"m","input":"x"}`)
+	f.Add(uint8(0), `{"model":"m","messages":[{"content":[{"type":"text","Type":"image_url","text":"a"}],"Content":"b"}]}`)
 	f.Fuzz(func(t *testing.T, ep uint8, body string) {
 		e := Endpoint(ep % 4)
 		r, err := ParseRequest(e, []byte(body))

@@ -29,6 +29,7 @@ var ErrUnknownAlias = errors.New("the requested model does not exist")
 // use because admission is.
 type Router struct {
 	cfg       config.Config
+	aliases   map[string]config.Tier // built once: resolving never copies config
 	admission *admission.Set
 	ready     ReadinessSource
 	pressure  PressureSource
@@ -43,7 +44,12 @@ func New(cfg config.Config, adm *admission.Set, ready ReadinessSource, pressure 
 			return nil, fmt.Errorf("routing: admission has no tier %q", t.ID)
 		}
 	}
-	return &Router{cfg: cfg, admission: adm, ready: ready, pressure: pressure}, nil
+	aliases := make(map[string]config.Tier)
+	for _, a := range cfg.Aliases() {
+		t, _ := cfg.Tier(a.Tier)
+		aliases[a.ID] = t
+	}
+	return &Router{cfg: cfg, aliases: aliases, admission: adm, ready: ready, pressure: pressure}, nil
 }
 
 // Specs converts the config's tiers to admission specifications: the one place where configured ceilings
@@ -68,21 +74,20 @@ func Specs(cfg config.Config) []admission.TierSpec {
 }
 
 // Resolve maps the request's alias to its tier and applies every request-wide gate. It reserves nothing.
+// A gate refusal still returns the resolved tier, so the refusal can be recorded against it; only an
+// unknown alias returns the zero tier. The returned tier is shared: callers must not modify it.
 func (r *Router) Resolve(req Request) (config.Tier, error) {
-	tier, ok := r.cfg.Alias(req.Model)
+	tier, ok := r.aliases[req.Model]
 	if !ok {
 		return config.Tier{}, ErrUnknownAlias
 	}
 	if tier.Kind == config.KindReplica && !req.Endpoint.ReplicaEligible() {
-		return config.Tier{}, ErrEndpointRefused
+		return tier, ErrEndpointRefused
 	}
 	g := tier.Gates
 	limits := Limits{MaxContextTokens: g.MaxContextTokens, MaxOutputTokens: g.MaxOutputTokens,
 		ToolsAllowed: g.ToolsAllowed, MediaAllowed: g.MediaAllowed}
-	if err := limits.Check(req); err != nil {
-		return config.Tier{}, err
-	}
-	return tier, nil
+	return tier, limits.Check(req)
 }
 
 // Target is where an admitted request goes: exactly one upstream base URL.
@@ -126,6 +131,3 @@ func (r *Router) Admit(tier config.Tier) (*admission.Lease, Target, error) {
 
 // Admission returns the admission set, for operator surfaces.
 func (r *Router) Admission() *admission.Set { return r.admission }
-
-// Config returns the router's configuration.
-func (r *Router) Config() config.Config { return r.cfg }

@@ -87,7 +87,7 @@ func (s *Server) apply(ctx context.Context, t *admission.TierAdmission, req Tran
 		return t.Quiesce(reason)
 	case "drain":
 		wait := maxDrainWait
-		if req.WaitSeconds > 0 && time.Duration(req.WaitSeconds)*time.Second < maxDrainWait {
+		if req.WaitSeconds > 0 && req.WaitSeconds < int(maxDrainWait/time.Second) {
 			wait = time.Duration(req.WaitSeconds) * time.Second
 		}
 		ctx, cancel := context.WithTimeout(ctx, wait)

@@ -1,9 +1,10 @@
 package server_test
 
 import (
-	"context"
+	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -58,64 +59,83 @@ func TestAdminNeedsTheAdminToken(t *testing.T) {
 	}
 }
 
-// A quiesced member stops receiving traffic while its peer serves; tier readmission does not clear
-// member quiesce; member drain waits for that member's in-flight request without cancelling it; member
+// A quiesced member stops receiving traffic while its peer serves; member drain waits for that member's
+// in-flight request without cancelling it; tier readmission does not clear member quiesce; member
 // readmission probes that member's readiness first.
 func TestMemberQuiesceDrainReadmit(t *testing.T) {
 	ms := startMembers(t, 2)
+	for _, m := range ms {
+		slow(t, m, 1000) // the in-flight stream below takes seconds until it is sped up again
+	}
 	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2}))
+	resp := r.post(t, t.Context(), "/v1/chat/completions", chatBody(8, true))
+	busy, idle := 0, 1
+	select {
+	case <-ms[0].entered:
+	case <-ms[1].entered:
+		busy, idle = 1, 0
+	}
+	slow(t, ms[idle], 1)
+	busyID := fmt.Sprintf("m%02d", busy)
 
-	// One slow request in flight on m00 (the first pick at rest).
-	slow(t, ms[0], 20)
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	resp := r.post(t, ctx, "/v1/chat/completions", chatBody(8, true))
-	<-ms[0].entered
-
-	status, body := r.admin(t, `{"action":"quiesce","tier":"replicas","member":"m00","reason":"upgrade"}`)
+	status, body := r.admin(t, `{"action":"quiesce","tier":"replicas","member":"`+busyID+`","reason":"upgrade"}`)
 	require.Equal(t, http.StatusOK, status, body)
 	assert.Contains(t, body, `"reason":"upgrade"`)
 
 	drained := make(chan int, 1)
 	go func() {
-		s, _ := r.admin(t, `{"action":"drain","tier":"replicas","member":"m00","wait_seconds":30}`)
-		drained <- s
+		drained <- postAdmin(r, `{"action":"drain","tier":"replicas","member":"`+busyID+`","wait_seconds":60}`)
 	}()
 	for range 4 {
 		code, out, _ := r.do(t, "/v1/chat/completions", chatBody(2, false))
 		require.Equal(t, http.StatusOK, code, out)
 	}
-	r.wait(t, 4)
-	assert.EqualValues(t, 1, ms[0].calls.Load(), "a quiesced member receives nothing new")
-	assert.EqualValues(t, 4, ms[1].calls.Load())
-
+	assert.EqualValues(t, 1, ms[busy].calls.Load(), "a quiesced member receives nothing new")
+	assert.EqualValues(t, 4, ms[idle].calls.Load())
+	snap := r.snapshot(t, "replicas")
+	assert.True(t, snap.Members[busy].Draining)
+	assert.EqualValues(t, 1, snap.Members[busy].Active, "the in-flight request is still held, not cancelled")
 	select {
 	case s := <-drained:
-		t.Fatalf("drain returned %d while m00 still had a request in flight", s)
+		t.Fatalf("drain returned %d while the member still had a request in flight", s)
 	default:
 	}
-	// The in-flight stream completes normally: drain never cancels it.
+
+	slow(t, ms[busy], 1) // let the in-flight stream finish: it completes normally, drain never cut it
 	events := readEvents(t, resp.Body)
 	resp.Body.Close()
-	r.wait(t, 1)
 	require.NotEmpty(t, events)
 	assert.Equal(t, "[DONE]", events[len(events)-1])
 	assert.Equal(t, http.StatusOK, <-drained)
+	r.wait(t, 4+1+1) // the four requests, the stream and the drain call
 
 	status, _ = r.admin(t, `{"action":"readmit","tier":"replicas"}`)
 	require.Equal(t, http.StatusOK, status)
-	assert.Equal(t, "quiesced", r.snapshot(t, "replicas").Members[0].State, "tier readmission never clears member quiesce")
+	assert.Equal(t, "quiesced", r.snapshot(t, "replicas").Members[busy].State, "tier readmission never clears member quiesce")
 
 	// Member readmission probes that member: down, it stays quiesced.
-	ms[0].srv.CloseClientConnections()
-	ms[0].srv.Close()
-	status, body = r.admin(t, `{"action":"readmit","tier":"replicas","member":"m00"}`)
+	ms[busy].srv.CloseClientConnections()
+	ms[busy].srv.Close()
+	status, body = r.admin(t, `{"action":"readmit","tier":"replicas","member":"`+busyID+`"}`)
 	assert.Equal(t, http.StatusConflict, status, body)
-	assert.Equal(t, "quiesced", r.snapshot(t, "replicas").Members[0].State)
-
-	status, body = r.admin(t, `{"action":"readmit","tier":"replicas","member":"m01"}`)
-	assert.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, "quiesced", r.snapshot(t, "replicas").Members[busy].State)
 	assertSettled(t, r.snapshot(t, "replicas"))
+}
+
+// postAdmin posts a transition without testing helpers, for use off the test goroutine; it does not
+// consume the router's completion signal.
+func postAdmin(r *router, body string) int {
+	req, err := http.NewRequest(http.MethodPost, r.http.URL+"/admin/v1/transition", strings.NewReader(body))
+	if err != nil {
+		return 0
+	}
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 func TestAdmissionAndDecisionViews(t *testing.T) {

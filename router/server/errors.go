@@ -50,12 +50,22 @@ func requestError(err error) apiError {
 	case errors.Is(err, routing.ErrUnknownAlias):
 		return errUnknownAlias
 	}
-	var fe *routing.FieldError
-	msg := err.Error()
-	if errors.As(err, &fe) {
-		msg = fe.Error()
+	if !isRequestError(err) {
+		return apiError{http.StatusBadRequest, "invalid request", "invalid_request_error", code}
 	}
-	return apiError{http.StatusBadRequest, msg, "invalid_request_error", code}
+	return apiError{http.StatusBadRequest, err.Error(), "invalid_request_error", code}
+}
+
+// isRequestError reports whether err is one of routing's fixed refusals, whose text is safe to show.
+func isRequestError(err error) bool {
+	for _, known := range []error{routing.ErrBadJSON, routing.ErrMissingModel, routing.ErrBadField,
+		routing.ErrMissingInput, routing.ErrBadMaxTokens, routing.ErrContextExceeded, routing.ErrOutputExceeded,
+		routing.ErrToolsRefused, routing.ErrMediaRefused, routing.ErrEndpointRefused} {
+		if errors.Is(err, known) {
+			return true
+		}
+	}
+	return false
 }
 
 // admissionError maps an admission refusal. Quiesced and exhausted are 503 with Retry-After: nothing

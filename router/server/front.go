@@ -32,12 +32,14 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			return
 		}
 		tier, err := s.router.Resolve(req)
+		if tier.ID != "" {
+			rec.Alias, rec.Tier = req.Model, tier.ID
+			rec.Route, rec.Strategy = route(tier)
+		}
 		if err != nil {
 			abort(c, requestError(err))
 			return
 		}
-		rec.Alias, rec.Tier = req.Model, tier.ID
-		rec.Route, rec.Strategy = route(tier)
 		body, err := req.Body(tier.ServedModel)
 		if err != nil {
 			abort(c, errInternal)

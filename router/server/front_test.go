@@ -1,9 +1,11 @@
 package server_test
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
@@ -148,8 +151,9 @@ func TestHealthAndReadiness(t *testing.T) {
 }
 
 // TestCeilingsUnderTwentyConcurrent fires twenty requests at once (released by one barrier) against
-// member ceilings of 2 and 2. No member ever serves more than two at a time, the tier never more than
-// four, every refusal is a clean 503 with Retry-After, and every lease is released.
+// member ceilings of 2 and 2 under a tier ceiling of 3. A sampler reads admission throughout: no member
+// ever holds more than two leases, the tier never more than three, and tier active always equals the sum
+// of member active. Every refusal is a clean 503 with Retry-After, and every lease is released.
 func TestCeilingsUnderTwentyConcurrent(t *testing.T) {
 	for _, strategy := range []string{"round_robin", "capacity"} {
 		t.Run(strategy, func(t *testing.T) {
@@ -157,7 +161,11 @@ func TestCeilingsUnderTwentyConcurrent(t *testing.T) {
 			for _, m := range ms {
 				slow(t, m, 40) // keep admitted requests in flight while the rest arrive
 			}
-			r := startRouter(t, replicaYAML(ms, tierOpts{strategy: strategy, memberCeiling: 2}))
+			r := startRouter(t, replicaYAML(ms, tierOpts{strategy: strategy, memberCeiling: 2, tierCeiling: 3}))
+			ta, _ := r.srv.Admission().Tier("replicas")
+			stopSampling, sampled := make(chan struct{}), make(chan sample)
+			go sampleAdmission(ta, stopSampling, sampled)
+
 			const n = 20
 			barrier := make(chan struct{})
 			statuses := make([]int, n)
@@ -175,6 +183,9 @@ func TestCeilingsUnderTwentyConcurrent(t *testing.T) {
 			close(barrier)
 			wg.Wait()
 			r.wait(t, n)
+			close(stopSampling)
+			peak := <-sampled
+
 			ok := 0
 			for i, s := range statuses {
 				switch s {
@@ -186,12 +197,83 @@ func TestCeilingsUnderTwentyConcurrent(t *testing.T) {
 					t.Errorf("request %d: unexpected status %d", i, s)
 				}
 			}
-			assert.GreaterOrEqual(t, ok, 4, "the ceilings admit four at once")
-			for i, m := range ms {
-				assert.LessOrEqual(t, m.maxInflight.Load(), int64(2), "member %d oversubscribed", i)
-			}
+			assert.GreaterOrEqual(t, ok, 3, "the tier ceiling admits three at once")
+			assert.Greater(t, peak.reads, 0)
+			assert.LessOrEqual(t, peak.member, int64(2), "a member was oversubscribed")
+			assert.LessOrEqual(t, peak.tier, int64(3), "the tier was oversubscribed")
+			assert.Zero(t, peak.mismatches, "tier active must equal the sum of member active at every read")
 			assert.EqualValues(t, ok, totalCalls(ms), "refusals invoke no member")
 			assertSettled(t, r.snapshot(t, "replicas"))
 		})
 	}
+}
+
+type sample struct {
+	reads        int
+	tier, member int64
+	mismatches   int
+}
+
+// sampleAdmission reads admission snapshots until stop closes, keeping the peaks and counting reads
+// whose tier total disagrees with its members.
+func sampleAdmission(ta *admission.TierAdmission, stop <-chan struct{}, out chan<- sample) {
+	var s sample
+	for {
+		select {
+		case <-stop:
+			out <- s
+			return
+		default:
+		}
+		snap := ta.Snapshot()
+		s.reads++
+		s.tier = max(s.tier, snap.Active)
+		var sum int64
+		for _, m := range snap.Members {
+			s.member = max(s.member, m.Active)
+			sum += m.Active
+		}
+		if sum != snap.Active {
+			s.mismatches++
+		}
+		runtime.Gosched()
+	}
+}
+
+// A direct tier holds its own ceiling and quiesce: refusals are 503 with Retry-After and reach nothing.
+func TestDirectTierCeilingAndQuiesce(t *testing.T) {
+	m := startMember(t, "direct/model", 9)
+	slow(t, m, 200)
+	r := startRouter(t, fmt.Sprintf(`listen: 127.0.0.1:0
+aliases: [{id: solo, tier: single}]
+tiers:
+  - id: single
+    kind: direct
+    served_model: direct/model
+    max_concurrency: 1
+    endpoint: %s
+    gates: {max_context_tokens: 1024}
+`, m.URL()))
+	ctx, cancel := context.WithCancel(t.Context())
+	held := r.post(t, ctx, "/v1/chat/completions", `{"model":"solo","messages":[{"role":"user","content":"hi"}],"max_tokens":64,"stream":true}`)
+	<-m.entered
+	code, out, hdr := r.do(t, "/v1/chat/completions", `{"model":"solo","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`)
+	r.wait(t, 1)
+	assert.Equal(t, http.StatusServiceUnavailable, code, out)
+	assert.Equal(t, "1", hdr.Get("Retry-After"))
+	assert.Contains(t, out, `"code":"capacity_exhausted"`)
+	cancel()
+	held.Body.Close()
+	r.wait(t, 1)
+
+	status, body := r.admin(t, `{"action":"quiesce","tier":"single"}`)
+	require.Equal(t, http.StatusOK, status, body)
+	code, out, _ = r.do(t, "/v1/chat/completions", `{"model":"solo","messages":[{"role":"user","content":"hi"}],"max_tokens":4}`)
+	r.wait(t, 1)
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, out, `"code":"quiesced"`)
+	assert.EqualValues(t, 1, m.calls.Load(), "only the first request reached the member")
+	s := r.snapshot(t, "single")
+	assert.Zero(t, s.Active)
+	assert.Equal(t, s.Acquired, s.Released)
 }

@@ -32,12 +32,10 @@ const (
 // member is one real fake-vLLM server on loopback, with a counter of the generation requests that
 // reached it (the router must call exactly one member once per admitted request).
 type member struct {
-	fake        *fakevllm.Server
-	srv         *httptest.Server
-	calls       atomic.Int64
-	inflight    atomic.Int64
-	maxInflight atomic.Int64
-	entered     chan struct{} // receives (without blocking) when a generation request arrives
+	fake    *fakevllm.Server
+	srv     *httptest.Server
+	calls   atomic.Int64
+	entered chan struct{} // receives (without blocking) when a generation request arrives
 }
 
 func (m *member) URL() string { return m.srv.URL }
@@ -54,18 +52,10 @@ func startMember(t *testing.T, model string, seed uint64) *member {
 			return
 		}
 		m.calls.Add(1)
-		now := m.inflight.Add(1)
-		for {
-			peak := m.maxInflight.Load()
-			if now <= peak || m.maxInflight.CompareAndSwap(peak, now) {
-				break
-			}
-		}
 		select {
 		case m.entered <- struct{}{}:
 		default:
 		}
-		defer m.inflight.Add(-1)
 		h.ServeHTTP(w, r)
 	}))
 	t.Cleanup(func() {
@@ -115,7 +105,11 @@ type tierOpts struct {
 
 func replicaYAML(ms []*member, o tierOpts) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "listen: 127.0.0.1:0\nshutdown_grace: 5s\n%s", o.extra)
+	b.WriteString("listen: 127.0.0.1:0\n")
+	if !strings.Contains(o.extra, "shutdown_grace") {
+		b.WriteString("shutdown_grace: 5s\n")
+	}
+	b.WriteString(o.extra)
 	b.WriteString("aliases:\n  - id: chat\n    tier: replicas\ntiers:\n  - id: replicas\n    kind: replica\n")
 	fmt.Fprintf(&b, "    served_model: %s\n    host: 127.0.0.1\n    provenance: test fakes\n", servedModel)
 	if o.strategy != "" {

@@ -39,6 +39,7 @@ type matrixCase struct {
 	cancel  cancelPoint
 	status  int // expected client status (0 = not checked: the client left)
 	outcome decisionlog.Outcome
+	code    string // the router's fixed error code in the body, when the router wrote the error
 }
 
 type cancelPoint int
@@ -64,7 +65,7 @@ func matrixCases() []matrixCase {
 		{name: "malformed SSE", stream: true, faults: fakevllm.Faults{Malformed: fakevllm.StreamFault{Chunk: 2}},
 			status: 200, outcome: decisionlog.OutcomeMalformedStream},
 		{name: "timeout before first byte", extra: slowStart, faults: fakevllm.Faults{StepTimeMultiplier: 1000},
-			status: 504, outcome: decisionlog.OutcomeUpstreamTimeout},
+			status: 504, outcome: decisionlog.OutcomeUpstreamTimeout, code: "upstream_timeout"},
 		{name: "client cancels before first byte", stream: true, faults: fakevllm.Faults{StepTimeMultiplier: 1000},
 			cancel: cancelBeforeFirstByte, outcome: decisionlog.OutcomeClientCanceled},
 		{name: "client disconnects mid-stream", stream: true, faults: fakevllm.Faults{StepTimeMultiplier: 20},
@@ -72,7 +73,7 @@ func matrixCases() []matrixCase {
 		{name: "engine dead answers 503", faults: fakevllm.Faults{EngineDead: true},
 			status: 503, outcome: decisionlog.OutcomeUpstreamHTTPError},
 		{name: "upstream closes before first byte", faults: fakevllm.Faults{StepTimeMultiplier: 1000},
-			cancel: resetBeforeFirstByte, status: 502, outcome: decisionlog.OutcomeUpstreamTransportError},
+			cancel: resetBeforeFirstByte, status: 502, outcome: decisionlog.OutcomeUpstreamTransportError, code: "upstream_transport_error"},
 	}
 }
 
@@ -126,6 +127,9 @@ func runMatrixCase(t *testing.T, strategy string, d dialect, c matrixCase) {
 			}
 		}
 		assertNoLeak(t, string(body), ms)
+		if c.code != "" {
+			assert.Contains(t, string(body), `"code":"`+c.code+`"`)
+		}
 	}
 	r.wait(t, 1)
 
@@ -136,7 +140,7 @@ func runMatrixCase(t *testing.T, strategy string, d dialect, c matrixCase) {
 	recs := r.srv.Decisions().Recent(1)
 	require.Len(t, recs, 1)
 	assert.Equal(t, c.outcome, recs[0].Outcome)
-	assert.LessOrEqual(t, recs[0].Attempts, 1)
+	assert.Equal(t, 1, recs[0].Attempts, "every case reached exactly one member attempt")
 	assert.NotEmpty(t, recs[0].Member)
 	if strategy == "capacity" {
 		require.NotNil(t, recs[0].ReplicaScheduler, "the captured selection survives every terminal path")

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -37,10 +38,11 @@ type Server struct {
 	pressure  *pressure.Cache // nil when no tier uses the capacity strategy: no telemetry goroutines at all
 	relay     *relay.Relay
 	decisions *decisionlog.Log
-	sink      *os.File // the JSONL sink, owned here; nil when none
+	sink      *fileSink // the JSONL sink, owned here; nil when none
 	engine    *gin.Engine
 	started   time.Time
-	probed    atomic.Bool // the first readiness round has completed
+	probed    atomic.Bool    // the first readiness round has completed
+	inflight  sync.WaitGroup // handlers still running
 }
 
 // Options are the non-config dependencies of a Server.
@@ -133,9 +135,24 @@ func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
 	return s.pressure.Peek(tier)
 }
 
+// fileSink is the decision log's file behind its write queue.
+type fileSink struct {
+	file  *os.File
+	queue *asyncSink
+}
+
+// Close writes out the queue, then closes the file. Safe to call more than once.
+func (f *fileSink) Close() error {
+	f.queue.Close()
+	if err := f.file.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
+		return err
+	}
+	return nil
+}
+
 // openDecisions builds the decision log and its optional append-only JSONL sink. Capacity evidence is
 // checked against configured membership and ceilings before it is stored.
-func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
+func openDecisions(cfg config.Config) (*decisionlog.Log, *fileSink, error) {
 	dl := cfg.DecisionLog()
 	membership := map[string]map[string]int64{}
 	for _, t := range cfg.Tiers() {
@@ -152,14 +169,15 @@ func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
 	if dl.MaxLineBytes > 0 {
 		opts = append(opts, decisionlog.WithMaxLineBytes(dl.MaxLineBytes))
 	}
-	var sink *os.File
+	var sink *fileSink
 	var w io.Writer
 	if dl.JSONLPath != "" {
 		f, err := os.OpenFile(dl.JSONLPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
 		}
-		sink, w = f, f
+		sink = &fileSink{file: f, queue: newAsyncSink(f)}
+		w = sink.queue
 	}
 	log, err := decisionlog.New(dl.RingSize, w, opts...)
 	if err != nil {
@@ -175,7 +193,7 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
-	e.Use(s.recoverPanics, withRequestID)
+	e.Use(s.track, s.recoverPanics, withRequestID)
 	e.NoRoute(func(c *gin.Context) { abort(c, errNotFound) })
 	e.NoMethod(func(c *gin.Context) { abort(c, errMethod) })
 
@@ -210,9 +228,12 @@ func (s *Server) recoverPanics(c *gin.Context) {
 				panic(r)
 			}
 			s.log.Error("handler panic", "request_id", requestID(c), "path", c.FullPath())
-			if !c.Writer.Written() {
-				abort(c, errInternal)
+			if c.Writer.Written() {
+				// A response (a stream, say) is under way: abort the connection so the caller sees a
+				// broken response, never a clean end.
+				panic(http.ErrAbortHandler)
 			}
+			abort(c, errInternal)
 		}
 	}()
 	c.Next()
@@ -247,7 +268,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.prober.Run(workers)
 	}()
 
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute,
+	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
 	served := make(chan error, 1)
@@ -263,6 +285,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	var err error
 	select {
 	case err = <-served:
+		_ = srv.Close() // the listener failed: drop what is left, then wind down like a shutdown
 	case <-ctx.Done():
 		grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace())
 		err = srv.Shutdown(grace)
@@ -273,6 +296,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		<-served
 	}
+	// Closed connections cancel their requests, but handlers still release leases and write their
+	// decision records; the sink closes only after the last one.
+	s.waitHandlers()
 	stopWorkers()
 	<-proberDone
 	if cerr := s.Close(); err == nil {
@@ -284,13 +310,28 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	return err
 }
 
-// Run listens on the configured address and calls Serve.
-func (s *Server) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", s.cfg.Listen())
-	if err != nil {
-		return fmt.Errorf("server: listen: %w", err)
+// handlerDrainBound bounds how long shutdown waits for handlers whose connections were already closed;
+// they only have their own deferred release and record left to run.
+const handlerDrainBound = 10 * time.Second
+
+func (s *Server) waitHandlers() {
+	done := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(handlerDrainBound):
+		s.log.Error("handlers still running after shutdown; closing the decision sink anyway")
 	}
-	return s.Serve(ctx, ln)
+}
+
+// track counts in-flight handlers so shutdown can wait for their deferred work.
+func (s *Server) track(c *gin.Context) {
+	s.inflight.Add(1)
+	defer s.inflight.Done()
+	c.Next()
 }
 
 // Close stops the pressure workers, flushes and closes the decision sink. It is safe to call more
@@ -299,8 +340,11 @@ func (s *Server) Close() error {
 	s.closePressure()
 	err := s.decisions.Close()
 	if s.sink != nil {
-		if cerr := s.sink.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
+		if cerr := s.sink.Close(); err == nil {
 			err = cerr
+		}
+		if n, f := s.sink.queue.dropped.Load(), s.sink.queue.failed.Load(); n+f > 0 {
+			s.log.Warn("decision sink lost lines", "dropped", n, "write_errors", f)
 		}
 	}
 	return err

@@ -86,3 +86,38 @@ func TestGracefulShutdownLetsInFlightFinish(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(data, "\n"), "the decision sink was flushed with the one record")
 	assert.Contains(t, data, `"outcome":"success"`)
 }
+
+// When the grace period runs out, the remaining connections are closed, but Serve still waits for their
+// handlers: every lease is released and every decision record reaches the sink before it is closed.
+func TestShutdownAfterGraceKeepsEveryRecord(t *testing.T) {
+	ms := startMembers(t, 2)
+	slow(t, ms[0], 1000)
+	slow(t, ms[1], 1000)
+	sink := t.TempDir() + "/decisions.jsonl"
+	cfg, err := config.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2,
+		extra: "shutdown_grace: 0s\ndecision_log:\n  jsonl_path: " + sink + "\n"})), env)
+	require.NoError(t, err)
+	srv, err := server.New(cfg, server.Options{})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+
+	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(chatBody(64, true)))
+	req.Header.Set("Authorization", "Bearer "+callerToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	stop() // the stream would take seconds; the grace is zero
+	<-served
+
+	ta, _ := srv.Admission().Tier("replicas")
+	assertSettled(t, ta.Snapshot())
+	assert.EqualValues(t, 1, ta.Snapshot().Acquired)
+	data, err := readFile(sink)
+	require.NoError(t, err)
+	assert.Equal(t, 1, strings.Count(data, "\n"), "the cut request's record reached the sink")
+	assert.Equal(t, uint64(0), srv.Decisions().Stats().SinkAfterClose)
+}
