@@ -1,0 +1,229 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim/report"
+)
+
+func newRun() *cobra.Command {
+	var o outputs
+	cmd := &cobra.Command{
+		Use:   "run FILE|NAME",
+		Short: "Run one scenario (a YAML file or an embedded name) and print its report",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			sc, err := loadScenario(args[0])
+			if err != nil {
+				return err
+			}
+			r, w, err := simulate(sc, sc.Strategies, &o, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := o.write(r, w, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if !r.Passed {
+				return errGates
+			}
+			return nil
+		},
+	}
+	o.flags(cmd.Flags())
+	return cmd
+}
+
+func newCompare() *cobra.Command {
+	var o outputs
+	var strategies string
+	cmd := &cobra.Command{
+		Use:   "compare FILE|NAME --strategies round_robin,capacity",
+		Short: "Run one scenario under several strategies on the same arrivals and seed, side by side",
+		Args:  exactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			list, err := parseStrategies(strategies)
+			if err != nil {
+				return err
+			}
+			sc, err := loadScenario(args[0])
+			if err != nil {
+				return err
+			}
+			r, w, err := simulate(sc, list, &o, cmd.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if err := o.write(r, w, cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			if !r.Passed {
+				return errGates
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&strategies, "strategies", "round_robin,capacity", "comma-separated strategies to compare (the first is the ratios' base)")
+	o.flags(cmd.Flags())
+	return cmd
+}
+
+func parseStrategies(s string) ([]string, error) {
+	var out []string
+	for _, st := range strings.Split(s, ",") {
+		st = strings.TrimSpace(st)
+		if st != scenarios.StrategyRoundRobin && st != scenarios.StrategyCapacity {
+			return nil, usageError{fmt.Errorf("--strategies: %q is not round_robin or capacity", st)}
+		}
+		if slices.Contains(out, st) {
+			return nil, usageError{fmt.Errorf("--strategies: %s listed twice", st)}
+		}
+		out = append(out, st)
+	}
+	if len(out) < 2 {
+		return nil, usageError{fmt.Errorf("--strategies: compare needs two strategies")}
+	}
+	return out, nil
+}
+
+func newCheck() *cobra.Command {
+	var reportDir string
+	var verbose bool
+	cmd := &cobra.Command{
+		Use:   "check [DIR]",
+		Short: "Run every scenario's gates (DIR's *.yaml, or the embedded scenarios); exit 1 on any failure",
+		Args:  maxArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			list, err := checkList(args)
+			if err != nil {
+				return err
+			}
+			out := cmd.OutOrStdout()
+			failed := 0
+			var total wall
+			for _, item := range list {
+				sc, err := item.load()
+				if err != nil {
+					return err
+				}
+				o := outputs{noProgress: true}
+				r, w, err := simulate(sc, sc.Strategies, &o, cmd.ErrOrStderr())
+				if err != nil {
+					return fmt.Errorf("%s: %w", item.name, err)
+				}
+				total.elapsed += w.elapsed
+				total.virtual += w.virtual
+				total.requests += w.requests
+				total.events += w.events
+				fmt.Fprintf(out, "%-4s %-22s %s  (%.2f s wall)\n", status(r), sc.Name, verdict(r), w.elapsed.Seconds())
+				if !r.Passed {
+					failed++
+					if verbose {
+						fmt.Fprint(out, r.Text())
+					}
+				}
+				if reportDir != "" {
+					if err := saveReport(r, reportDir); err != nil {
+						return err
+					}
+				}
+			}
+			fmt.Fprintln(out, total.line())
+			if failed > 0 {
+				return fmt.Errorf("%d of %d scenarios failed their gates: %w", failed, len(list), errGates)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&reportDir, "report", "", "write each scenario's Markdown and JSON report into this directory")
+	cmd.Flags().BoolVarP(&verbose, "verbose", "v", false, "print the full report of a failing scenario")
+	return cmd
+}
+
+func status(r *report.Report) string {
+	if r.Passed {
+		return "ok"
+	}
+	return "FAIL"
+}
+
+// checkItem is one scenario to check: a file or an embedded name.
+type checkItem struct {
+	name string
+	load func() (*scenarios.Scenario, error)
+}
+
+func checkList(args []string) ([]checkItem, error) {
+	var out []checkItem
+	if len(args) == 0 {
+		for _, n := range scenarios.Names() {
+			out = append(out, checkItem{name: n, load: func() (*scenarios.Scenario, error) { return scenarios.Lookup(n) }})
+		}
+		return out, nil
+	}
+	files, err := scenarioFiles(args[0])
+	if err != nil {
+		return nil, err
+	}
+	for _, f := range files {
+		out = append(out, checkItem{name: filepath.Base(f), load: func() (*scenarios.Scenario, error) { return loadFile(f) }})
+	}
+	return out, nil
+}
+
+func saveReport(r *report.Report, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	o := outputs{json: filepath.Join(dir, r.Scenario+".json"), markdown: filepath.Join(dir, r.Scenario+".md")}
+	if err := writeFile(o.json, r.WriteJSON); err != nil {
+		return err
+	}
+	md := r.Markdown()
+	return writeFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err })
+}
+
+func newList() *cobra.Command {
+	return &cobra.Command{
+		Use:   "list",
+		Short: "List the embedded scenarios",
+		Args:  exactArgs(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			for _, n := range scenarios.Names() {
+				sc, err := scenarios.Lookup(n)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "%-22s %8s  %s\n", n, sc.Duration.Round(time.Second), sc.Description)
+			}
+			return nil
+		},
+	}
+}
+
+func exactArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}
+
+func maxArgs(n int) cobra.PositionalArgs {
+	return func(cmd *cobra.Command, args []string) error {
+		if err := cobra.MaximumNArgs(n)(cmd, args); err != nil {
+			return usageError{err}
+		}
+		return nil
+	}
+}

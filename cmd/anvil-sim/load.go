@@ -1,0 +1,64 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/anvil-llm/anvil/scenarios"
+)
+
+// loadScenario reads arg as a scenario file when such a file exists, else as the name of an
+// embedded scenario ("twenty-concurrent" or "twenty-concurrent.yaml").
+func loadScenario(arg string) (*scenarios.Scenario, error) {
+	if info, err := os.Stat(arg); err == nil && info.Mode().IsRegular() {
+		return loadFile(arg)
+	}
+	sc, err := scenarios.Lookup(strings.TrimSuffix(filepath.Base(arg), ".yaml"))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s is neither a scenario file nor an embedded scenario: %w", arg, err)}
+	}
+	return sc, nil
+}
+
+func loadFile(path string) (*scenarios.Scenario, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, scenarios.MaxBytes+1))
+	if err != nil {
+		return nil, usageError{fmt.Errorf("read %s: %w", path, err)}
+	}
+	if len(data) > scenarios.MaxBytes {
+		return nil, usageError{fmt.Errorf("%s: larger than %d bytes", path, scenarios.MaxBytes)}
+	}
+	sc, err := scenarios.Parse(data)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+	}
+	return sc, nil
+}
+
+// scenarioFiles lists dir's *.yaml files, sorted.
+func scenarioFiles(dir string) ([]string, error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	var out []string
+	for _, e := range entries {
+		if !e.IsDir() && strings.HasSuffix(e.Name(), ".yaml") {
+			out = append(out, filepath.Join(dir, e.Name()))
+		}
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		return nil, usageError{fmt.Errorf("%s holds no *.yaml scenario", dir)}
+	}
+	return out, nil
+}

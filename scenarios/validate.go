@@ -1,0 +1,314 @@
+package scenarios
+
+import (
+	"fmt"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Bounds of a scenario.
+const (
+	MinDuration     = time.Second
+	MaxDuration     = 24 * time.Hour
+	MaxClients      = 100000
+	MaxRate         = 100000.0 // arrivals per second
+	MaxTokens       = 1 << 20  // any token-count bound of a distribution
+	MaxEvents       = 1024
+	MaxGates        = 256
+	MaxFaults       = 1024
+	MaxStrategies   = 2
+	MaxScrapeJitter = time.Minute
+	MaxStepScale    = engine.MaxStepScale
+	maxText         = 4096
+)
+
+// Defaults applied by Parse.
+const (
+	DefaultTierID        = "pool"
+	DefaultAlias         = "chat"
+	DefaultServedModel   = "sim/llama-3.1-8b"
+	DefaultReason        = "sim-maintenance"
+	DefaultBackoff       = 250 * time.Millisecond
+	DefaultScrapeLatency = 5 * time.Millisecond
+	DefaultErrorStatus   = 500
+)
+
+var (
+	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
+	metricPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
+	reasonPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
+	aliasPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]{0,127}$`)
+)
+
+// Parse decodes and validates one scenario document and applies its defaults.
+func Parse(data []byte) (*Scenario, error) {
+	s, err := decode(data)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (s *Scenario) validate() error {
+	if !namePattern.MatchString(s.Name) {
+		return invalid("name", "is required: 1-64 characters [a-z0-9-], starting alphanumeric")
+	}
+	if len(s.Description) > maxText {
+		return invalidf("description", "at most %d bytes", maxText)
+	}
+	if s.Seed == 0 {
+		s.Seed = 1
+	}
+	if s.Duration < MinDuration || s.Duration > MaxDuration {
+		return invalid("duration", "is required: 1s to 24h")
+	}
+	steps := []func() error{s.Tier.validate, s.validateStrategies, s.validateWorkload, s.validateTelemetry,
+		s.validateEvents, s.validateSLO, s.validateGates}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tier) validate() error {
+	if t.ID == "" {
+		t.ID = DefaultTierID
+	}
+	if !scheduler.ValidID(t.ID) {
+		return invalid("tier.id", "must be 1-64 characters [a-z0-9._-], starting alphanumeric")
+	}
+	if t.Alias == "" {
+		t.Alias = DefaultAlias
+	}
+	if !aliasPattern.MatchString(t.Alias) {
+		return invalid("tier.alias", "must be 1-128 characters [a-z0-9._:/-], starting alphanumeric")
+	}
+	if t.ServedModel == "" {
+		t.ServedModel = DefaultServedModel
+	}
+	if !validStrategy(t.Strategy) {
+		return invalid("tier.strategy", "is required: round_robin or capacity")
+	}
+	if t.MaxConcurrency < 0 || t.Gates.MaxContextTokens < 0 || t.Gates.MaxOutputTokens < 0 {
+		return invalid("tier", "ceilings and gates must not be negative")
+	}
+	if len(t.Members) < scheduler.MinMembers || len(t.Members) > scheduler.MaxMembers {
+		return invalidf("tier.members", "must have %d-%d members", scheduler.MinMembers, scheduler.MaxMembers)
+	}
+	for i := range t.Members {
+		if err := t.Members[i].validate(fmt.Sprintf("tier.members[%d]", i), t.Members[:i]); err != nil {
+			return err
+		}
+	}
+	if t.Gates.MaxContextTokens == 0 {
+		// The router's context gate mirrors the model's window: the smallest member's.
+		for i, m := range t.Members {
+			p, _ := profile.Lookup(m.Profile) // validated above
+			if n := int64(p.ModelLen()); i == 0 || n < t.Gates.MaxContextTokens {
+				t.Gates.MaxContextTokens = n
+			}
+		}
+	}
+	return nil
+}
+
+func (m *Member) validate(path string, before []Member) error {
+	if !scheduler.ValidID(m.ID) {
+		return invalid(path+".id", "is required: 1-64 characters [a-z0-9._-], starting alphanumeric")
+	}
+	for _, o := range before {
+		if o.ID == m.ID {
+			return invalid(path+".id", "duplicate member id")
+		}
+	}
+	if m.MaxConcurrency < 0 || m.MaxConcurrency > scheduler.MaxCapacity {
+		return invalidf(path+".max_concurrency", "must be 1-%d (0 or absent: none, round robin only)", scheduler.MaxCapacity)
+	}
+	if m.Profile == "" {
+		m.Profile = profile.Default
+	}
+	if _, err := profile.Lookup(m.Profile); err != nil {
+		return invalidf(path+".profile", "unknown engine profile (known: %v)", profile.Names())
+	}
+	if m.StepScale == 0 {
+		m.StepScale = 1
+	}
+	if m.StepScale < 0 || m.StepScale > MaxStepScale {
+		return invalidf(path+".step_scale", "must be in (0, %g]", MaxStepScale)
+	}
+	return nil
+}
+
+func validStrategy(s string) bool { return s == StrategyRoundRobin || s == StrategyCapacity }
+
+func (s *Scenario) validateStrategies() error {
+	if len(s.Strategies) == 0 {
+		s.Strategies = []string{s.Tier.Strategy}
+	}
+	if len(s.Strategies) > MaxStrategies {
+		return invalidf("strategies", "at most %d strategies", MaxStrategies)
+	}
+	for i, st := range s.Strategies {
+		path := fmt.Sprintf("strategies[%d]", i)
+		if !validStrategy(st) {
+			return invalid(path, "must be round_robin or capacity")
+		}
+		if slices.Contains(s.Strategies[:i], st) {
+			return invalid(path, "duplicate strategy")
+		}
+	}
+	return nil
+}
+
+// Member returns the tier member with the given ID.
+func (s *Scenario) Member(id string) (Member, bool) {
+	for _, m := range s.Tier.Members {
+		if m.ID == id {
+			return m, true
+		}
+	}
+	return Member{}, false
+}
+
+func (s *Scenario) memberRef(path, id string, required bool) error {
+	if id == "" {
+		if required {
+			return invalid(path, "is required")
+		}
+		return nil
+	}
+	if _, ok := s.Member(id); !ok {
+		return invalid(path, "names no tier member")
+	}
+	return nil
+}
+
+func (s *Scenario) validateTelemetry() error {
+	t := &s.Telemetry
+	if t.ScrapeLatency == 0 {
+		t.ScrapeLatency = DefaultScrapeLatency
+	}
+	if t.ScrapeLatency < 0 || t.ScrapeLatency > time.Minute {
+		return invalid("telemetry.scrape_latency", "must be from 0 to 1m")
+	}
+	if t.ScrapeJitter < 0 || t.ScrapeJitter > MaxScrapeJitter {
+		return invalid("telemetry.scrape_jitter", "must be from 0 to 1m")
+	}
+	if len(t.Faults) > MaxFaults {
+		return invalidf("telemetry.faults", "at most %d faults", MaxFaults)
+	}
+	for i := range t.Faults {
+		f := &t.Faults[i]
+		path := fmt.Sprintf("telemetry.faults[%d]", i)
+		if err := s.memberRef(path+".member", f.Member, true); err != nil {
+			return err
+		}
+		if err := s.window(path, f.From, &f.Until); err != nil {
+			return err
+		}
+		switch f.Mode {
+		case ModeOutage, ModeMalformed:
+		case ModeSlow, ModeHung:
+			if f.Latency <= 0 || f.Latency > time.Hour {
+				return invalid(path+".latency", "is required for slow and hung: (0, 1h]")
+			}
+		default:
+			return invalid(path+".mode", "must be outage, slow, malformed or hung")
+		}
+	}
+	return nil
+}
+
+// window checks [from, until) within the run; until 0 means the end of the run.
+func (s *Scenario) window(path string, from time.Duration, until *time.Duration) error {
+	if from < 0 || from > s.Duration {
+		return invalid(path+".from", "must be within the run")
+	}
+	if *until == 0 {
+		*until = s.Duration
+	}
+	if *until <= from || *until > s.Duration {
+		return invalid(path+".until", "must be after from and within the run")
+	}
+	return nil
+}
+
+func (s *Scenario) validateSLO() error {
+	if s.SLO.TTFT < 0 || s.SLO.TPOT < 0 || s.SLO.E2E < 0 {
+		return invalid("slo", "targets must not be negative")
+	}
+	return nil
+}
+
+func (s *Scenario) validateGates() error {
+	if len(s.Expect) > MaxGates {
+		return invalidf("expect", "at most %d gates", MaxGates)
+	}
+	for i := range s.Expect {
+		g := &s.Expect[i]
+		path := fmt.Sprintf("expect[%d]", i)
+		if len(g.Name) > 256 {
+			return invalid(path+".name", "at most 256 bytes")
+		}
+		if !metricPattern.MatchString(g.Metric) {
+			return invalid(path+".metric", "is required: a report metric name such as tier.ceiling_violations")
+		}
+		if g.Run == "" {
+			g.Run = s.Strategies[0]
+		}
+		if !slices.Contains(s.Strategies, g.Run) {
+			return invalid(path+".run", "names no run of this scenario (see strategies)")
+		}
+		if g.Vs != "" && (!slices.Contains(s.Strategies, g.Vs) || g.Vs == g.Run) {
+			return invalid(path+".vs", "must name another run of this scenario")
+		}
+		if !slices.Contains(gateOps, g.Op) {
+			return invalid(path+".op", "must be one of == != < <= > >=")
+		}
+		if g.Name == "" {
+			g.Name = g.Expression()
+			if g.Vs == "" && len(s.Strategies) > 1 {
+				g.Name = g.Run + ": " + g.Name
+			}
+		}
+	}
+	return nil
+}
+
+// Expression is the gate in words: "capacity e2e.p99 / round_robin e2e.p99 < 1".
+func (g Gate) Expression() string {
+	lhs := g.Metric
+	if g.Vs != "" {
+		lhs = fmt.Sprintf("%s %s / %s %s", g.Run, g.Metric, g.Vs, g.Metric)
+	}
+	return fmt.Sprintf("%s %s %g", lhs, g.Op, g.Value)
+}
+
+// Holds reports whether actual satisfies the gate's comparison.
+func (g Gate) Holds(actual float64) bool {
+	switch g.Op {
+	case "==":
+		return actual == g.Value
+	case "!=":
+		return actual != g.Value
+	case "<":
+		return actual < g.Value
+	case "<=":
+		return actual <= g.Value
+	case ">":
+		return actual > g.Value
+	case ">=":
+		return actual >= g.Value
+	}
+	return false
+}

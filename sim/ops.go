@@ -1,0 +1,135 @@
+package sim
+
+import (
+	"context"
+	"errors"
+
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/scenarios"
+)
+
+// drainWatch follows one drain until its scope has no active lease.
+type drainWatch struct {
+	Drain
+	member int // -1 for the tier
+	done   bool
+}
+
+// action applies scenario event i through admission's own transition methods (the admin API's
+// calls) or to the member's virtual engine.
+func (w *world) action(i int) {
+	e := &w.sc.Events[i]
+	mi := -1
+	if e.Member != "" {
+		mi = w.byID[e.Member]
+	}
+	var err error
+	switch e.Action {
+	case scenarios.ActionQuiesce:
+		err = w.quiesce(mi, e.Reason)
+	case scenarios.ActionReadmit:
+		err = w.readmit(mi)
+	case scenarios.ActionDrain:
+		w.startDrain(mi)
+	case scenarios.ActionKill:
+		w.kill(w.members[mi])
+	case scenarios.ActionRevive:
+		err = w.revive(w.members[mi])
+	case scenarios.ActionSlow:
+		m := w.members[mi]
+		m.slow = e.Factor
+		if m.alive {
+			err = m.eng.SetStepScale(w.at(w.now), m.spec.StepScale*m.slow)
+			w.reschedule(m)
+		}
+	case scenarios.ActionErrors, scenarios.ActionStreamClose:
+		// Windows are consulted at each dispatch; nothing changes now.
+	}
+	a := Action{At: w.now, Action: e.Action, Member: e.Member}
+	if err != nil {
+		a.Err = err.Error()
+	}
+	w.res.Actions = append(w.res.Actions, a)
+	w.auditIntent()
+	w.audit()
+	w.checkDrains()
+}
+
+func (w *world) quiesce(mi int, reason string) error {
+	if mi < 0 {
+		if err := w.adm.Quiesce(reason); err != nil {
+			return err
+		}
+		w.intent.tier = true
+		return nil
+	}
+	if err := w.adm.QuiesceMember(w.members[mi].id, reason); err != nil {
+		return err
+	}
+	w.intent.members[mi] = true
+	return nil
+}
+
+// readmit clears exactly one scope: a tier readmit never clears member quiesce and vice versa.
+func (w *world) readmit(mi int) error {
+	if mi < 0 {
+		if err := w.adm.Readmit(); err != nil {
+			return err
+		}
+		w.intent.tier = false
+		return nil
+	}
+	if err := w.adm.ReadmitMember(w.members[mi].id); err != nil {
+		return err
+	}
+	w.intent.members[mi] = false
+	return nil
+}
+
+func (w *world) startDrain(mi int) {
+	d := &drainWatch{member: mi, Drain: Drain{Start: w.now}}
+	if mi >= 0 {
+		d.Member = w.members[mi].id
+		d.ActiveAtStart = w.acct.active[mi]
+	} else {
+		d.ActiveAtStart = w.acct.tierActive
+	}
+	w.drains = append(w.drains, d)
+	w.stepDrain(d, true)
+}
+
+// checkDrains advances every unfinished drain after a lease change or an action.
+func (w *world) checkDrains() {
+	for _, d := range w.drains {
+		if !d.done {
+			w.stepDrain(d, false)
+		}
+	}
+}
+
+// stepDrain asks admission whether the scope has drained. The sim cannot block, so it calls
+// Drain with an already-canceled context: admission answers at once with nil (drained),
+// ErrNotQuiesced (the scope is not, or no longer, quiesced) or the context's error (still active,
+// keep watching). Drain never cancels an in-flight request; the watch only observes.
+func (w *world) stepDrain(d *drainWatch, first bool) {
+	var err error
+	if d.member >= 0 {
+		err = w.adm.DrainMember(w.done, d.Member)
+	} else {
+		err = w.adm.Drain(w.done)
+	}
+	switch {
+	case err == nil:
+		d.done, d.Completed, d.End = true, true, w.now
+		if d.member >= 0 {
+			d.OthersActiveEnd = w.acct.tierActive - w.acct.active[d.member]
+		}
+	case errors.Is(err, admission.ErrNotQuiesced):
+		d.done, d.End = true, w.now
+		d.Refused, d.Aborted = first, !first
+	case errors.Is(err, context.Canceled):
+		// still draining
+	default:
+		d.done, d.End, d.Refused = true, w.now, true
+	}
+}

@@ -1,0 +1,99 @@
+package sim
+
+import (
+	"strconv"
+	"strings"
+
+	"github.com/anvil-llm/anvil/router/routing"
+)
+
+// bytesPerToken is how much English text one real token stands for. Prompt bodies carry that much
+// text per token, so the router's conservative estimate (one token per three bytes) overestimates
+// them as it would in production.
+const bytesPerToken = 4
+
+// parseMemo runs the real request parser, routing.ParseRequest, on real chat-completion bodies.
+// ParseRequest is pure and measures the prompt and the output request independently, so the sim
+// parses one body per distinct prompt length and one per distinct (max_tokens, stream) pair and
+// remembers the results: a request's gate inputs are the parser's own outputs for its two halves.
+// Parsing a multi-kilobyte body costs tens of microseconds; memoizing keeps the hour-long
+// scenarios fast without bypassing the parser. The maps are only ever looked up, never iterated.
+type parseMemo struct {
+	alias   string
+	prompts map[int]promptParse
+	outputs map[int64]outputParse
+}
+
+type promptParse struct {
+	tokens int64
+	media  bool
+	err    error
+}
+
+type outputParse struct {
+	maxOutput int64
+	stream    bool
+	tools     bool
+	err       error
+}
+
+func newParseMemo(alias string) parseMemo {
+	return parseMemo{alias: alias, prompts: map[int]promptParse{}, outputs: map[int64]outputParse{}}
+}
+
+// request returns the parsed request for a prompt of prompt tokens asking for output tokens.
+func (p *parseMemo) request(prompt, output int, stream bool) (routing.Request, error) {
+	pp, ok := p.prompts[prompt]
+	if !ok {
+		pp = p.parsePrompt(prompt)
+		p.prompts[prompt] = pp
+	}
+	if pp.err != nil {
+		return routing.Request{}, pp.err
+	}
+	key := int64(output) << 1
+	if stream {
+		key |= 1
+	}
+	op, ok := p.outputs[key]
+	if !ok {
+		op = p.parseOutput(output, stream)
+		p.outputs[key] = op
+	}
+	if op.err != nil {
+		return routing.Request{}, op.err
+	}
+	return routing.Request{
+		Endpoint: routing.ChatCompletions, Model: p.alias, Stream: op.stream,
+		PromptTokens: pp.tokens, MaxOutput: op.maxOutput, Tools: op.tools, Media: pp.media,
+	}, nil
+}
+
+func (p *parseMemo) parsePrompt(tokens int) promptParse {
+	var b strings.Builder
+	b.WriteString(`{"model":`)
+	b.WriteString(strconv.Quote(p.alias))
+	b.WriteString(`,"messages":[{"role":"user","content":"`)
+	b.WriteString(promptText(tokens * bytesPerToken))
+	b.WriteString(`"}]}`)
+	r, err := routing.ParseRequest(routing.ChatCompletions, []byte(b.String()))
+	return promptParse{tokens: r.PromptTokens, media: r.Media, err: err}
+}
+
+func (p *parseMemo) parseOutput(tokens int, stream bool) outputParse {
+	body := `{"model":` + strconv.Quote(p.alias) + `,"stream":` + strconv.FormatBool(stream) +
+		`,"max_tokens":` + strconv.Itoa(tokens) + `,"messages":[{"role":"user","content":""}]}`
+	r, err := routing.ParseRequest(routing.ChatCompletions, []byte(body))
+	return outputParse{maxOutput: r.MaxOutput, stream: r.Stream, tools: r.Tools, err: err}
+}
+
+// promptText is n bytes of plain ASCII prose.
+func promptText(n int) string {
+	const words = "the quick brown fox jumps over the lazy dog while the scheduler counts leases "
+	var b strings.Builder
+	b.Grow(n)
+	for b.Len() < n {
+		b.WriteString(words[:min(len(words), n-b.Len())])
+	}
+	return b.String()
+}

@@ -1,0 +1,98 @@
+package sim
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/scenarios"
+)
+
+// TestParseMemoMatchesWholeBody proves the memoized halves equal the real parser's reading of the
+// whole body the request stands for.
+func TestParseMemoMatchesWholeBody(t *testing.T) {
+	memo := newParseMemo("chat")
+	for _, c := range []struct {
+		prompt, output int
+		stream         bool
+	}{{1, 1, false}, {16, 8, true}, {512, 256, true}, {4000, 1, false}, {16, 8, false}} {
+		t.Run(fmt.Sprint(c), func(t *testing.T) {
+			got, err := memo.request(c.prompt, c.output, c.stream)
+			require.NoError(t, err)
+			body := fmt.Sprintf(`{"model":"chat","stream":%t,"max_tokens":%d,"messages":[{"role":"user","content":"%s"}]}`,
+				c.stream, c.output, promptText(c.prompt*bytesPerToken))
+			want, err := routing.ParseRequest(routing.ChatCompletions, []byte(body))
+			require.NoError(t, err)
+			assert.Equal(t, want.Model, got.Model)
+			assert.Equal(t, want.Stream, got.Stream)
+			assert.Equal(t, want.PromptTokens, got.PromptTokens)
+			assert.Equal(t, want.MaxOutput, got.MaxOutput)
+			assert.Equal(t, want.Tools, got.Tools)
+			assert.Equal(t, want.Media, got.Media)
+			assert.GreaterOrEqual(t, got.PromptTokens, int64(c.prompt), "the router's estimate is conservative")
+			again, err := memo.request(c.prompt, c.output, c.stream)
+			require.NoError(t, err)
+			assert.Equal(t, got, again)
+		})
+	}
+}
+
+func TestPromptText(t *testing.T) {
+	for _, n := range []int{0, 1, 79, 80, 81, 5000} {
+		assert.Len(t, promptText(n), n)
+	}
+}
+
+func TestRouterConfigIsAValidRouterConfig(t *testing.T) {
+	sc := lookup(t, "heterogeneous")
+	for _, st := range []string{scenarios.StrategyRoundRobin, scenarios.StrategyCapacity} {
+		cfg, err := parseRouterConfig(sc, st, 64)
+		require.NoError(t, err)
+		tier, ok := cfg.Alias(sc.Tier.Alias)
+		require.True(t, ok)
+		assert.Equal(t, config.Strategy(st), tier.Strategy)
+		assert.Equal(t, config.KindReplica, tier.Kind)
+		require.Len(t, tier.Members, 2)
+		assert.Equal(t, int64(48), tier.Members[1].MaxConcurrency)
+		assert.Equal(t, sc.Tier.ServedModel, tier.ServedModel)
+		assert.Equal(t, 64, cfg.DecisionLog().RingSize)
+	}
+}
+
+func TestRouterConfigQuotesValues(t *testing.T) {
+	sc := lookup(t, "rotation")
+	sc.Tier.ServedModel = `weird:"model"#not-a-comment'q`
+	cfg, err := parseRouterConfig(sc, scenarios.StrategyCapacity, 16)
+	require.NoError(t, err)
+	tier, _ := cfg.Tier(sc.Tier.ID)
+	assert.Equal(t, sc.Tier.ServedModel, tier.ServedModel)
+}
+
+func TestLeaseAccountSeries(t *testing.T) {
+	a := newLeaseAccount(2, 4*SeriesBuckets) // one nanosecond... four per bucket
+	a.change(0, 0, +1)
+	a.change(8, 1, +2)
+	a.change(12, 0, -1)
+	var r Result
+	r.Members = make([]MemberResult, 2)
+	a.close(4*SeriesBuckets, &r)
+	assert.Equal(t, int64(1), r.Members[0].PeakActive)
+	assert.Equal(t, int64(2), r.Members[1].PeakActive)
+	assert.Equal(t, int64(3), r.Invariants.PeakTierActive)
+	assert.InDelta(t, 12e-9, r.Members[0].ActiveSeconds, 1e-18)
+	assert.InDelta(t, 2*(4*SeriesBuckets-8)*1e-9, r.Members[1].ActiveSeconds, 1e-15)
+	assert.Equal(t, 1.0, r.Series.MemberMean[0][0])
+	assert.Equal(t, 0.0, r.Series.MemberMean[0][3])
+	assert.Equal(t, 2.0, r.Series.MemberMean[1][2])
+	assert.Equal(t, int64(3), r.Series.TierPeak[2])
+	assert.Len(t, r.Series.TierMean, SeriesBuckets)
+}
+
+func TestRequestID(t *testing.T) {
+	assert.Equal(t, "sim-0", requestID(0))
+	assert.Equal(t, "sim-123456", requestID(123456))
+}

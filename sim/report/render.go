@@ -1,0 +1,210 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(r)
+}
+
+// Text renders the report for a terminal.
+func (r *Report) Text() string { return r.render(false) }
+
+// Markdown renders the report as a Markdown document.
+func (r *Report) Markdown() string { return r.render(true) }
+
+// writer renders one section either way.
+type writer struct {
+	b  strings.Builder
+	md bool
+}
+
+func (w *writer) heading(level int, s string) {
+	if w.md {
+		w.b.WriteString(strings.Repeat("#", level) + " " + s + "\n\n")
+		return
+	}
+	w.b.WriteString(s + "\n")
+	if level <= 2 {
+		ch := "="
+		if level == 2 {
+			ch = "-"
+		}
+		w.b.WriteString(strings.Repeat(ch, len(s)) + "\n")
+	}
+}
+
+func (w *writer) para(s string) {
+	w.b.WriteString(s + "\n\n")
+}
+
+func (w *writer) table(t *table) {
+	if w.md {
+		t.markdown(&w.b)
+	} else {
+		t.text(&w.b, "  ")
+	}
+	w.b.WriteString("\n")
+}
+
+func (r *Report) render(md bool) string {
+	w := &writer{md: md}
+	w.heading(1, fmt.Sprintf("anvil-sim: %s", r.Scenario))
+	meta := fmt.Sprintf("Seed %d, %s s of virtual time, runs: %s.", r.Seed, f(r.DurationS, 0), strings.Join(r.strategies(), ", "))
+	if r.Description != "" {
+		meta = r.Description + " " + meta
+	}
+	w.para(meta)
+	for i := range r.Runs {
+		r.Runs[i].render(w)
+	}
+	if len(r.Comparison) > 0 {
+		w.heading(2, "Comparison")
+		t := &table{head: append(append([]string{"metric"}, r.strategies()...), "ratio")}
+		for _, c := range r.Comparison {
+			row := []string{c.Metric}
+			for _, v := range c.Values {
+				row = append(row, f(v, 4))
+			}
+			t.row(append(row, f(c.Ratio, 3))...)
+		}
+		w.table(t)
+	}
+	r.renderGates(w)
+	return w.b.String()
+}
+
+func (r *Report) strategies() []string {
+	var out []string
+	for _, run := range r.Runs {
+		out = append(out, run.Strategy)
+	}
+	return out
+}
+
+func (r *Report) renderGates(w *writer) {
+	w.heading(2, "Gates")
+	t := &table{head: []string{"status", "gate", "actual"}, left: 2}
+	for _, g := range r.Gates {
+		actual := strconv.FormatFloat(g.Actual, 'g', 6, 64)
+		if g.Note != "" {
+			actual = g.Note
+		}
+		t.row(strings.ToUpper(g.Status), g.Name, actual)
+	}
+	if len(r.Gates) > 0 {
+		w.table(t)
+	}
+	verdict := "PASS"
+	if !r.Passed {
+		verdict = "FAIL"
+	}
+	w.para(fmt.Sprintf("Verdict: %s (%d gates)", verdict, len(r.Gates)))
+}
+
+func (run *Run) render(w *writer) {
+	w.heading(2, "Run: "+run.Strategy)
+	t := &table{head: []string{"scope", "ceiling", "requests", "share", "peak", "mean", "util", "viol",
+		"ok/s", "good/s", "ttft p50", "ttft p99", "tpot p50", "e2e p50", "e2e p99", "e2e p99.9"}}
+	for _, s := range append([]Scope{run.Tier}, run.Members...) {
+		t.row(s.ID, i64(s.Ceiling), strconv.Itoa(s.Requests), pct(s.Share), i64(s.PeakActive), f(s.MeanActive, 2),
+			pct(s.Utilization), u(s.CeilingViolations), f(s.ThroughputRPS, 2), f(s.GoodputRPS, 2),
+			ms(s.TTFT.P50), ms(s.TTFT.P99), ms(s.TPOT.P50), ms(s.E2E.P50), ms(s.E2E.P99), ms(s.E2E.P999))
+	}
+	w.para("Leases and latency per scope (times in ms; requests are arrivals for the tier, selections for a member):")
+	w.table(t)
+	lat := &table{head: []string{"tier latency (ms)", "n", "mean", "p50", "p90", "p99", "p99.9"}}
+	for _, q := range []struct {
+		name string
+		q    Quantiles
+	}{{"ttft", run.Tier.TTFT}, {"tpot", run.Tier.TPOT}, {"itl", run.Tier.ITL}, {"e2e", run.Tier.E2E}, {"queue (vLLM bucket bound)", run.Tier.Queue}} {
+		lat.row(q.name, strconv.Itoa(q.q.N), ms(q.q.Mean), ms(q.q.P50), ms(q.q.P90), ms(q.q.P99), ms(q.q.P999))
+	}
+	w.table(lat)
+	w.para("Outcomes: " + counts(run.Tier.Outcomes) + ".")
+	run.renderChecks(w)
+	run.renderEvents(w)
+}
+
+func counts(cs []Count) string {
+	var parts []string
+	for _, c := range cs {
+		parts = append(parts, fmt.Sprintf("%s %d", c.Key, c.N))
+	}
+	if len(parts) == 0 {
+		return "none"
+	}
+	return strings.Join(parts, ", ")
+}
+
+func (run *Run) renderChecks(w *writer) {
+	inv := run.Invariants
+	t := &table{head: []string{"check", "value"}}
+	for _, kv := range [][2]string{
+		{"snapshots audited", u(inv.Checks)},
+		{"ceiling violations", u(inv.CeilingViolations)},
+		{"tier != sum of members", u(inv.ReconcileViolations)},
+		{"scope violations", u(inv.ScopeViolations)},
+		{"evidence order violations", u(inv.OrderViolations)},
+		{"release misuse", u(inv.ReleaseMisuse)},
+		{"peer invocations", u(inv.Redispatches)},
+		{"acquired / released", u(inv.Acquired) + " / " + u(inv.Released)},
+		{"attempts / admitted", u(inv.Attempts) + " / " + u(inv.Admitted)},
+		{"peak / mean tier active", i64(inv.PeakTierActive) + " / " + f(inv.MeanTierActive, 2)},
+	} {
+		t.row(kv[0], kv[1])
+	}
+	w.table(t)
+	d := run.Decisions
+	w.para(fmt.Sprintf("Decisions: %d admitted; not admitted: %d quiesced, %d tier full, %d no eligible member. "+
+		"Capacity evidence: %d decisions; selected freshness: %s; decided by: %s; decisive cases: unknown-lower-local won %d, fresh beat unknown %d. "+
+		"Decision log: %d added, %d rejected, %d evidence discarded.",
+		d.Admitted, d.Quiesced, d.TierFull, d.NoEligible, d.Capacity, counts(d.SelectedFreshness), counts(d.DecidedBy),
+		d.UnknownLowerLocalWins, d.FreshBeatsUnknown, d.LogAdded, d.LogRejected, d.EvidenceDiscarded))
+	if tel := run.Telemetry; tel.Enabled {
+		w.para(fmt.Sprintf("Telemetry: %d snapshots, %d scrapes (%d ok, %d failed, %d unknown, %d overdue); most pending %d, most queued %d.",
+			tel.Snapshots, tel.Scrapes, tel.OK, tel.Failed, tel.Unknown, tel.Overdue, tel.MaxPending, tel.MaxQueued))
+	}
+}
+
+func (run *Run) renderEvents(w *writer) {
+	if len(run.Actions) > 0 {
+		t := &table{head: []string{"at (s)", "action", "member", "result"}, left: 4}
+		for _, a := range run.Actions {
+			res := "ok"
+			if a.Error != "" {
+				res = a.Error
+			}
+			member := a.Member
+			if member == "" {
+				member = "(tier)"
+			}
+			t.row(f(a.AtS, 3), a.Action, member, res)
+		}
+		w.table(t)
+	}
+	if len(run.Drains) > 0 {
+		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "others active at end"}, left: 1}
+		for _, d := range run.Drains {
+			res := "incomplete"
+			switch {
+			case d.Completed:
+				res = "completed"
+			case d.Refused:
+				res = "refused (not quiesced)"
+			case d.Aborted:
+				res = "aborted (readmitted)"
+			}
+			t.row(d.Scope, f(d.StartS, 3), f(d.EndS, 3), res, i64(d.ActiveAtStart), i64(d.OthersActiveAtEnd))
+		}
+		w.table(t)
+	}
+}

@@ -1,0 +1,196 @@
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim"
+)
+
+func lookup(t testing.TB, name string) *scenarios.Scenario {
+	t.Helper()
+	sc, err := scenarios.Lookup(name)
+	require.NoError(t, err)
+	return sc
+}
+
+// build runs every strategy of the scenario and builds its report.
+func build(t testing.TB, sc *scenarios.Scenario) *Report {
+	t.Helper()
+	var results []*sim.Result
+	for _, st := range sc.Strategies {
+		r, err := sim.Run(sc, sim.Options{Strategy: st})
+		require.NoError(t, err)
+		results = append(results, r)
+	}
+	return Build(sc, results)
+}
+
+func encode(t testing.TB, r *Report) (string, string) {
+	t.Helper()
+	var b bytes.Buffer
+	require.NoError(t, r.WriteJSON(&b))
+	return b.String(), r.Markdown()
+}
+
+// TestDeterminism: the same scenario and seed give byte-identical JSON and Markdown; another seed
+// changes them.
+func TestDeterminism(t *testing.T) {
+	for _, name := range []string{"twenty-concurrent", "upstream-errors", "rotation", "tier-drain"} {
+		t.Run(name, func(t *testing.T) {
+			sc := lookup(t, name)
+			j1, m1 := encode(t, build(t, sc))
+			j2, m2 := encode(t, build(t, lookup(t, name)))
+			assert.Equal(t, j1, j2, "JSON")
+			assert.Equal(t, m1, m2, "Markdown")
+			other := lookup(t, name)
+			other.Seed += 1000
+			j3, m3 := encode(t, build(t, other))
+			assert.NotEqual(t, j1, j3)
+			assert.NotEqual(t, m1, m3)
+		})
+	}
+}
+
+func TestShippedShortScenariosPassTheirGates(t *testing.T) {
+	// The hour and the ten-minute comparison run in `anvil-sim check` and the benchmark, not here.
+	for _, name := range []string{"twenty-concurrent", "decisive-unknown", "rotation", "metrics-outage",
+		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors"} {
+		t.Run(name, func(t *testing.T) {
+			r := build(t, lookup(t, name))
+			for _, g := range r.Gates {
+				assert.Equal(t, GatePass, g.Status, "%s: actual %v %s", g.Name, g.Actual, g.Note)
+			}
+			assert.True(t, r.Passed)
+		})
+	}
+}
+
+// TestT012HoldsInTheReport checks the spec's T012 acceptance on the report's own numbers.
+func TestT012HoldsInTheReport(t *testing.T) {
+	r := build(t, lookup(t, "twenty-concurrent"))
+	run := &r.Runs[0]
+	for _, name := range []string{"tier.ceiling_violations", "tier.reconcile_violations", "tier.order_violations",
+		"tier.release_misuse", "tier.redispatches", "tier.attempts_minus_admitted", "tier.unreleased"} {
+		v, ok := run.Value(name)
+		require.True(t, ok, name)
+		assert.Zero(t, v, name)
+	}
+	assert.Equal(t, int64(6), run.Tier.PeakActive)
+	for _, m := range run.Members {
+		assert.LessOrEqual(t, m.PeakActive, m.Ceiling)
+	}
+	assert.Equal(t, run.Invariants.Attempts, run.Invariants.Admitted)
+	assert.Equal(t, run.Invariants.Acquired, run.Invariants.Released)
+	assert.Equal(t, 1.0, run.Tier.Share)
+	var share float64
+	for _, m := range run.Members {
+		share += m.Share
+	}
+	assert.InDelta(t, 1.0, share, 1e-9)
+}
+
+func TestBrokenGateFails(t *testing.T) {
+	sc := lookup(t, "twenty-concurrent")
+	sc.Expect = append(sc.Expect,
+		scenarios.Gate{Name: "impossible", Metric: "tier.peak_active", Run: "capacity", Op: "==", Value: 7},
+		scenarios.Gate{Name: "typo", Metric: "tier.peak_actve", Run: "capacity", Op: "==", Value: 6},
+		scenarios.Gate{Name: "absent run", Metric: "tier.peak_active", Run: "round_robin", Op: "==", Value: 6},
+	)
+	r := build(t, sc)
+	assert.False(t, r.Passed)
+	byName := map[string]GateResult{}
+	for _, g := range r.Gates {
+		byName[g.Name] = g
+	}
+	assert.Equal(t, GateFail, byName["impossible"].Status)
+	assert.Equal(t, 6.0, byName["impossible"].Actual)
+	assert.Equal(t, GateFail, byName["typo"].Status)
+	assert.Equal(t, "unknown metric", byName["typo"].Note)
+	assert.Equal(t, GateSkip, byName["absent run"].Status)
+	assert.Contains(t, r.Text(), "FAIL")
+	assert.Contains(t, r.Markdown(), "Verdict: FAIL")
+}
+
+func TestRatioGates(t *testing.T) {
+	runs := []Run{
+		{Strategy: "round_robin", Metrics: []Metric{{"e2e.p99", 2}, {"zero", 0}}},
+		{Strategy: "capacity", Metrics: []Metric{{"e2e.p99", 1}, {"zero", 0}}},
+	}
+	gates := []scenarios.Gate{
+		{Name: "better", Metric: "e2e.p99", Run: "capacity", Vs: "round_robin", Op: "<", Value: 1},
+		{Name: "worse", Metric: "e2e.p99", Run: "round_robin", Vs: "capacity", Op: "<", Value: 1},
+		{Name: "zero", Metric: "zero", Run: "capacity", Vs: "round_robin", Op: "<", Value: 1},
+	}
+	res, passed := evaluate(gates, runs)
+	assert.False(t, passed)
+	assert.Equal(t, GatePass, res[0].Status)
+	assert.Equal(t, 0.5, res[0].Actual)
+	assert.Equal(t, GateFail, res[1].Status)
+	assert.Equal(t, 2.0, res[1].Actual)
+	assert.Equal(t, GateFail, res[2].Status)
+	assert.Equal(t, "ratio over zero", res[2].Note)
+}
+
+func TestComparison(t *testing.T) {
+	r := build(t, lookup(t, "rotation"))
+	require.Len(t, r.Runs, 2)
+	require.NotEmpty(t, r.Comparison)
+	for _, c := range r.Comparison {
+		require.Len(t, c.Values, 2)
+		if c.Values[0] != 0 {
+			assert.InDelta(t, c.Values[1]/c.Values[0], c.Ratio, 1e-12, c.Metric)
+		}
+	}
+	assert.Contains(t, r.Text(), "Comparison")
+}
+
+func TestJSONShape(t *testing.T) {
+	r := build(t, lookup(t, "member-drain"))
+	var b bytes.Buffer
+	require.NoError(t, r.WriteJSON(&b))
+	var doc map[string]any
+	require.NoError(t, json.Unmarshal(b.Bytes(), &doc))
+	assert.Equal(t, "member-drain", doc["scenario"])
+	assert.Equal(t, true, doc["passed"])
+	runs := doc["runs"].([]any)
+	run := runs[0].(map[string]any)
+	for _, key := range []string{"tier", "members", "invariants", "decisions", "telemetry", "drains", "actions", "metrics"} {
+		assert.Contains(t, run, key)
+	}
+	// Metrics are sorted by name, so gates can binary-search them and diffs stay stable.
+	names := []string{}
+	for _, m := range r.Runs[0].Metrics {
+		names = append(names, m.Name)
+	}
+	assert.IsNonDecreasing(t, names)
+}
+
+func TestMarkdownTables(t *testing.T) {
+	md := build(t, lookup(t, "twenty-concurrent")).Markdown()
+	assert.True(t, strings.HasPrefix(md, "# anvil-sim: twenty-concurrent\n"))
+	assert.Contains(t, md, "| scope | ceiling |")
+	assert.Contains(t, md, "| --- | ---: |")
+	assert.Contains(t, md, "Verdict: PASS")
+}
+
+func TestFigures(t *testing.T) {
+	r := build(t, lookup(t, "rotation"))
+	figs, err := r.Figures()
+	require.NoError(t, err)
+	require.Len(t, figs, 3, "one timeline per run and one CDF")
+	assert.Equal(t, "rotation-capacity-active", figs[0].Name)
+	assert.Equal(t, "rotation-latency-cdf", figs[2].Name)
+	var png, svg bytes.Buffer
+	require.NoError(t, figs[0].WriteTo(&png, FormatPNG))
+	require.NoError(t, figs[2].WriteTo(&svg, FormatSVG))
+	assert.True(t, bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")))
+	assert.Contains(t, svg.String(), "<svg")
+	assert.ErrorIs(t, figs[0].WriteTo(&png, "gif"), ErrFormat)
+}

@@ -1,0 +1,122 @@
+package report
+
+import (
+	"math"
+	"sort"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+)
+
+// Quantiles summarize one latency sample, in seconds.
+type Quantiles struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P90  float64 `json:"p90"`
+	P99  float64 `json:"p99"`
+	P999 float64 `json:"p99_9"`
+}
+
+// sample is a latency sample with optional weights (ITL weighs each request's mean gap by its
+// number of gaps).
+type sample struct {
+	x, w []float64
+}
+
+func (s *sample) add(v float64)            { s.x = append(s.x, v) }
+func (s *sample) addWeighted(v, w float64) { s.x, s.w = append(s.x, v), append(s.w, w) }
+
+// quantiles sorts the sample and reads gonum's empirical quantiles.
+func (s *sample) quantiles() Quantiles {
+	if len(s.x) == 0 {
+		return Quantiles{}
+	}
+	if s.w == nil {
+		sort.Float64s(s.x)
+	} else {
+		sort.Sort(byValue{s.x, s.w})
+	}
+	q := func(p float64) float64 { return stat.Quantile(p, stat.Empirical, s.x, s.w) }
+	return Quantiles{
+		N: len(s.x), Mean: stat.Mean(s.x, s.w),
+		P50: q(0.50), P90: q(0.90), P99: q(0.99), P999: q(0.999),
+	}
+}
+
+// cdf returns at most n points (value, cumulative fraction) of the sorted sample, for plots.
+func (s *sample) cdf(n int) (xs, ys []float64) {
+	if len(s.x) == 0 {
+		return nil, nil
+	}
+	total := float64(len(s.x))
+	step := max(len(s.x)/n, 1)
+	for i := 0; i < len(s.x); i += step {
+		xs, ys = append(xs, s.x[i]), append(ys, float64(i+1)/total)
+	}
+	last := len(s.x) - 1
+	if xs[len(xs)-1] != s.x[last] {
+		xs, ys = append(xs, s.x[last]), append(ys, 1)
+	}
+	return xs, ys
+}
+
+type byValue struct{ x, w []float64 }
+
+func (b byValue) Len() int           { return len(b.x) }
+func (b byValue) Less(i, j int) bool { return b.x[i] < b.x[j] || b.x[i] == b.x[j] && b.w[i] < b.w[j] }
+func (b byValue) Swap(i, j int) {
+	b.x[i], b.x[j] = b.x[j], b.x[i]
+	b.w[i], b.w[j] = b.w[j], b.w[i]
+}
+
+// jain is Jain's fairness index (Σx)²/(n·Σx²): 1 when every x is equal, 1/n when one takes all.
+// It is 0 when there is nothing to share.
+func jain(xs []float64) float64 {
+	var sum, sq float64
+	for _, x := range xs {
+		sum += x
+		sq += x * x
+	}
+	if sq == 0 || len(xs) == 0 {
+		return 0
+	}
+	return sum * sum / (float64(len(xs)) * sq)
+}
+
+// histQuantiles reads quantiles from a vLLM histogram as the upper bound of the bucket holding
+// the rank (the last finite bound past it): a conservative bound, not an interpolation. vLLM's
+// queue-time buckets start at 300 ms, and Prometheus-style interpolation inside that first bucket
+// would report 150 ms medians for requests that never waited. The mean is exact (sum / count).
+func histQuantiles(h engine.Histogram) Quantiles {
+	if h.Count == 0 {
+		return Quantiles{}
+	}
+	q := func(p float64) float64 {
+		rank := p * float64(h.Count)
+		for i := 0; i < h.N; i++ {
+			if float64(h.Cumulative[i]) >= rank {
+				return h.UpperBounds[i]
+			}
+		}
+		return h.UpperBounds[max(h.N-1, 0)]
+	}
+	return Quantiles{
+		N: int(min(h.Count, math.MaxInt32)), Mean: h.SumSeconds() / float64(h.Count),
+		P50: q(0.50), P90: q(0.90), P99: q(0.99), P999: q(0.999),
+	}
+}
+
+// mergeHist adds b into a (same bucket layout).
+func mergeHist(a *engine.Histogram, b engine.Histogram) {
+	if a.N == 0 {
+		*a = b
+		return
+	}
+	for i := 0; i < a.N; i++ {
+		a.Cumulative[i] += b.Cumulative[i]
+	}
+	a.Count += b.Count
+	a.Sum += b.Sum
+}

@@ -1,0 +1,82 @@
+package report
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+)
+
+func TestQuantiles(t *testing.T) {
+	var s sample
+	for i := 100; i >= 1; i-- {
+		s.add(float64(i))
+	}
+	q := s.quantiles()
+	assert.Equal(t, 100, q.N)
+	assert.Equal(t, 50.5, q.Mean)
+	assert.Equal(t, 50.0, q.P50)
+	assert.Equal(t, 90.0, q.P90)
+	assert.Equal(t, 99.0, q.P99)
+	assert.Equal(t, 100.0, q.P999)
+	assert.Equal(t, Quantiles{}, (&sample{}).quantiles())
+}
+
+func TestWeightedQuantiles(t *testing.T) {
+	var s sample
+	s.addWeighted(10, 1)
+	s.addWeighted(1, 9) // nine gaps of 1, one of 10
+	q := s.quantiles()
+	assert.Equal(t, 1.0, q.P50)
+	assert.Equal(t, 1.0, q.P90)
+	assert.Equal(t, 10.0, q.P99)
+	assert.InDelta(t, 1.9, q.Mean, 1e-12)
+}
+
+func TestCDF(t *testing.T) {
+	var s sample
+	for i := 1; i <= 1000; i++ {
+		s.add(float64(i))
+	}
+	s.quantiles() // sorts
+	xs, ys := s.cdf(100)
+	assert.LessOrEqual(t, len(xs), 101)
+	assert.Equal(t, 1000.0, xs[len(xs)-1])
+	assert.Equal(t, 1.0, ys[len(ys)-1])
+	assert.IsIncreasing(t, xs)
+}
+
+func TestJain(t *testing.T) {
+	assert.Equal(t, 1.0, jain([]float64{3, 3, 3}))
+	assert.InDelta(t, 1.0/3, jain([]float64{9, 0, 0}), 1e-12)
+	assert.Equal(t, 0.0, jain([]float64{0, 0}))
+	assert.Equal(t, 0.0, jain(nil))
+}
+
+func TestHistQuantiles(t *testing.T) {
+	h := engine.Histogram{N: 3, Count: 11, Sum: 11 * time.Second}
+	h.UpperBounds[0], h.UpperBounds[1], h.UpperBounds[2] = 0.1, 1, 10
+	h.Cumulative[0], h.Cumulative[1], h.Cumulative[2] = 5, 10, 10 // one observation above 10 s
+	q := histQuantiles(h)
+	assert.Equal(t, 11, q.N)
+	assert.Equal(t, 1.0, q.Mean, "exact: sum over count")
+	assert.Equal(t, 1.0, q.P50, "rank 5.5 lies in (0.1, 1]: its upper bound")
+	assert.Equal(t, 1.0, q.P90, "rank 9.9 lies in (0.1, 1]")
+	assert.Equal(t, 10.0, q.P99, "past every finite bucket: the last bound")
+	h.Cumulative[0], h.Cumulative[1], h.Cumulative[2] = 11, 11, 11
+	assert.Equal(t, 0.1, histQuantiles(h).P999, "everything in the first bucket")
+	assert.Equal(t, Quantiles{}, histQuantiles(engine.Histogram{}))
+}
+
+func TestMergeHist(t *testing.T) {
+	a := engine.Histogram{}
+	b := engine.Histogram{N: 1, Count: 2, Sum: time.Second}
+	b.Cumulative[0] = 2
+	mergeHist(&a, b)
+	mergeHist(&a, b)
+	assert.Equal(t, uint64(4), a.Count)
+	assert.Equal(t, uint64(4), a.Cumulative[0])
+	assert.Equal(t, 2*time.Second, a.Sum)
+}

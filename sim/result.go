@@ -1,0 +1,187 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Result is everything one run observed, raw: sim/report turns it into statistics. It holds no
+// wall-clock reading, so equal scenarios and seeds give equal Results.
+type Result struct {
+	Scenario string
+	Strategy string // the run's strategy: round_robin or capacity
+	Seed     uint64
+	Epoch    time.Time     // the virtual epoch: decision record times are Epoch + offset
+	Duration time.Duration // arrivals stop here; in-flight requests then finish (Tail)
+	Tail     time.Duration // virtual time after Duration until the last request ended
+	Events   uint64        // events processed, engine steps included
+
+	TierID      string
+	TierCeiling int64 // effective aggregate ceiling, 0 = none
+	Members     []MemberResult
+	Requests    []Request // in arrival order
+
+	Invariants  Invariants
+	Decisions   DecisionStats
+	Telemetry   TelemetryStats
+	Drains      []Drain
+	Actions     []Action // timed scenario events as applied
+	Series      Series
+	DecisionLog decisionlog.Stats
+}
+
+// Request is one request's compact record: times are offsets from the epoch.
+type Request struct {
+	Arrival    time.Duration
+	FirstToken time.Duration // -1: no token reached the client
+	End        time.Duration // when the outcome was known and the lease released
+	Prompt     int32         // real prompt tokens
+	Output     int32         // tokens generated
+	Member     int8          // index into Result.Members, -1 when none was selected
+	Outcome    Outcome
+	Attempts   uint8 // upstream dispatches (0 or 1; a second one would be a peer invocation)
+	Stream     bool
+	Status     int16
+}
+
+// Outcome is a request's terminal class, decisionlog's spelling.
+type Outcome uint8
+
+// Outcomes, in decisionlog.Outcomes order.
+const (
+	OutcomeSuccess Outcome = iota
+	OutcomeRefused
+	OutcomeNotAdmitted
+	OutcomeUpstreamHTTPError
+	OutcomeUpstreamTimeout
+	OutcomeUpstreamTransportError
+	OutcomeClientCanceled
+	OutcomeMalformedStream
+	OutcomeStreamTruncated
+	NumOutcomes
+)
+
+// Log returns the decision-log spelling.
+func (o Outcome) Log() decisionlog.Outcome {
+	all := decisionlog.Outcomes()
+	if int(o) < len(all) {
+		return all[o]
+	}
+	return ""
+}
+
+func (o Outcome) String() string { return string(o.Log()) }
+
+// Admitted reports whether the request held a lease.
+func (o Outcome) Admitted() bool { return o != OutcomeRefused && o != OutcomeNotAdmitted }
+
+// MemberResult is one member's counters over the run.
+type MemberResult struct {
+	ID        string
+	Ceiling   int64 // router-side member ceiling, 0 = none
+	Profile   string
+	StepScale float64
+
+	Selected          uint64  // admissions to this member
+	PeakActive        int64   // most leases held at once
+	ActiveSeconds     float64 // lease-seconds: integral of active leases over [0, Duration)
+	CeilingViolations uint64
+	Preemptions       uint64 // engine preemptions (all engine lifetimes)
+	GenerationTokens  uint64
+	QueueTime         engine.Histogram // vllm:request_queue_time_seconds, summed over engine lifetimes
+
+	Scrapes [3]uint64 // completed scrapes by class: ok, failed, unknown
+}
+
+// Invariants are the run's T012 checks, counted at every lease change and every timed event.
+type Invariants struct {
+	Checks              uint64 // admission snapshots audited
+	CeilingViolations   uint64 // a member or the tier above its ceiling
+	ReconcileViolations uint64 // tier active != sum of member active
+	ScopeViolations     uint64 // a quiesced scope admitted, or quiesce state != operator intent
+	OrderViolations     uint64 // capacity evidence out of the documented score order
+	ReleaseMisuse       uint64 // second releases (the sim's own count plus admission's)
+	Acquired, Released  uint64 // admission's counters at the end
+	EndActive           int64  // tier active at the end (0 once every request ended)
+	PeakTierActive      int64
+	TierActiveSeconds   float64 // lease-seconds over [0, Duration)
+	TierCeilingHits     uint64  // admissions refused because the tier was at its ceiling
+}
+
+// Decided-by classes: which score component separated the winner from the runner-up.
+const (
+	DecidedOnlyEligible = iota // one eligible member
+	DecidedLocal               // local ratio
+	DecidedUnknown             // upstream unknown vs fresh at equal local ratio
+	DecidedPressure            // upstream pressure ppm
+	DecidedRotation            // rotating rank (a full tie)
+	NumDecided
+)
+
+// DecidedNames are the report names of the decided-by classes.
+func DecidedNames() [NumDecided]string {
+	return [NumDecided]string{"only_eligible", "local", "upstream_unknown", "pressure", "rotation"}
+}
+
+// DecisionStats aggregate the admission decisions.
+type DecisionStats struct {
+	Admitted uint64
+	// NotAdmitted by cause: quiesced scope, tier at its ceiling, no eligible member.
+	Quiesced, TierFull, NoEligible uint64
+	Capacity                       uint64 // decisions carrying capacity evidence
+	SelectedFreshness              [4]uint64
+	RowFreshness                   [4]uint64 // every evidence row
+	DecidedBy                      [NumDecided]uint64
+	EligibleSizes                  [scheduler.MaxMembers + 1]uint64
+	// The spec's decisive cases: an upstream-unknown member with lower local load beat a fresh
+	// one; at equal local load a fresh member beat an unknown one.
+	UnknownLowerLocalWins, FreshBeatsUnknown uint64
+}
+
+// TelemetryStats describe the pressure cache core as the two virtual workers drove it.
+type TelemetryStats struct {
+	Enabled        bool // capacity runs only: round robin never reads pressure
+	Snapshots      uint64
+	SnapshotErrors uint64
+	Scrapes        uint64 // started
+	Completed      [3]uint64
+	Overdue        uint64 // completions past the 1 s budget (published as failed by the core)
+	MaxPending     int    // most members with a refresh queued or running
+	MaxQueued      int
+	WorkerBusy     [2]time.Duration
+}
+
+// Drain is one drain watch: from the drain event until the scope had no active lease.
+type Drain struct {
+	Member          string // "" = the tier
+	Start, End      time.Duration
+	Completed       bool
+	Refused         bool  // the scope was not quiesced (admission.ErrNotQuiesced)
+	Aborted         bool  // readmitted before it completed
+	ActiveAtStart   int64 // leases the drain waited for
+	OthersActiveEnd int64 // leases outside the scope when it completed (member scope only)
+}
+
+// Action is one timed scenario event as applied.
+type Action struct {
+	At     time.Duration
+	Action string
+	Member string
+	Err    string // "" when admission accepted it
+}
+
+// SeriesBuckets is the resolution of the lease timeline.
+const SeriesBuckets = 400
+
+// Series is the active-lease timeline over [0, Duration): per member and for the tier, the
+// time-weighted mean and the peak of active leases in each of SeriesBuckets equal buckets.
+type Series struct {
+	Bucket     time.Duration
+	MemberMean [][]float64 // [member][bucket]
+	MemberPeak [][]int64
+	TierMean   []float64
+	TierPeak   []int64
+}

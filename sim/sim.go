@@ -1,0 +1,179 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim/event"
+)
+
+// Epoch is the virtual epoch of every run: decision records start at Epoch plus an offset.
+var Epoch = time.Date(2026, time.January, 1, 0, 0, 0, 0, time.UTC)
+
+// DefaultRingSize is the decision log ring of a run.
+const DefaultRingSize = 4096
+
+// Options tune one run.
+type Options struct {
+	// Strategy overrides the tier's strategy ("" keeps it): compare runs use it.
+	Strategy string
+	// Progress, when set, is called about every 1% of virtual time with the virtual time reached
+	// and the run's duration. It must not call back into the simulation.
+	Progress func(done, total time.Duration)
+	// Decisions, when set, receives every decision record as one JSON line, exactly as the
+	// router's JSONL sink writes them.
+	Decisions io.Writer
+	// RingSize is the decision log ring (default DefaultRingSize).
+	RingSize int
+}
+
+// ErrScenario is wrapped by Run's errors about a scenario the real router code refuses.
+var ErrScenario = errors.New("sim: scenario refused")
+
+// Run simulates the scenario once on virtual time and returns what it observed. It starts no
+// goroutine, reads no clock and does no I/O beyond opts.Decisions.
+func Run(sc *scenarios.Scenario, opts Options) (*Result, error) {
+	w, err := newWorld(sc, opts)
+	if err != nil {
+		return nil, err
+	}
+	w.start()
+	w.loop()
+	return w.finish(), nil
+}
+
+// tailLimit bounds the virtual time in-flight requests get after the run's duration; what is
+// still running then is canceled as the client leaving.
+func tailLimit(d time.Duration) time.Duration { return max(time.Minute, d/4) }
+
+// world is one run's state: the real router pieces, the virtual members and the event queue.
+type world struct {
+	sc       *scenarios.Scenario
+	strategy string
+	opts     Options
+
+	q        event.Queue[ev]
+	now      time.Duration
+	events   uint64
+	arrivals bool // still accepting new arrivals (now < Duration)
+
+	cfg    config.Config
+	tier   config.Tier
+	adm    *admission.TierAdmission
+	router *routing.Router
+	dlog   *decisionlog.Log
+	done   context.Context // already canceled: admission.Drain as a non-blocking check
+
+	members  []*member
+	byID     map[string]int // member ID -> index (lookups only, never iterated)
+	ready    readiness
+	press    *telemetry // nil for round robin
+	gen      *scenarios.Generator
+	streams  scenarios.Streams
+	parsed   parseMemo
+	reqs     []reqState
+	leases   leaseTable
+	intent   intent
+	drains   []*drainWatch
+	res      *Result
+	acct     leaseAccount
+	buf      []engine.Event
+	progress time.Duration // next virtual time to report progress at
+}
+
+func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
+	strategy := opts.Strategy
+	if strategy == "" {
+		strategy = sc.Tier.Strategy
+	}
+	if opts.RingSize == 0 {
+		opts.RingSize = DefaultRingSize
+	}
+	cfg, err := parseRouterConfig(sc, strategy, opts.RingSize)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	w := &world{sc: sc, strategy: strategy, opts: opts, cfg: cfg, byID: map[string]int{}}
+	w.tier, _ = cfg.Tier(sc.Tier.ID)
+	w.streams = scenarios.NewStreams(sc.Seed)
+	w.gen = scenarios.NewGenerator(sc.Workload, w.streams)
+	if err := w.buildRouter(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	if err := w.buildMembers(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+	}
+	w.res = w.newResult()
+	w.acct = newLeaseAccount(len(w.members), sc.Duration)
+	w.intent.members = make([]bool, len(w.members))
+	w.parsed = newParseMemo(sc.Tier.Alias)
+	n := expectedRequests(sc)
+	w.reqs, w.res.Requests = make([]reqState, 0, n), make([]Request, 0, n)
+	return w, nil
+}
+
+// buildRouter wires the real admission, routing, pressure core and decision log from the config,
+// exactly as the server's composition root does.
+func (w *world) buildRouter() error {
+	set, err := admission.New(routing.Specs(w.cfg))
+	if err != nil {
+		return err
+	}
+	w.adm, _ = set.Tier(w.tier.ID)
+	var source routing.PressureSource
+	if w.tier.Strategy == config.StrategyCapacity {
+		if w.press, err = newTelemetry(w, w.tier); err != nil {
+			return err
+		}
+		source = w.press
+	}
+	w.ready = newReadiness(w.tier)
+	if w.router, err = routing.New(w.cfg, set, &w.ready, source); err != nil {
+		return err
+	}
+	// Every record goes through Log.Add's own validation, which rebuilds the evidence through the
+	// scheduler's constructors. Evidence denominators and membership, which the server checks with
+	// WithMembership, are audited per decision by auditDecision instead, at a fraction of the cost.
+	if w.dlog, err = decisionlog.New(w.cfg.DecisionLog().RingSize, w.opts.Decisions); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	w.done = ctx
+	return nil
+}
+
+func (w *world) newResult() *Result {
+	r := &Result{
+		Scenario: w.sc.Name, Strategy: w.strategy, Seed: w.sc.Seed, Epoch: Epoch, Duration: w.sc.Duration,
+		TierID: w.tier.ID, TierCeiling: w.tier.EffectiveMaxConcurrency(),
+	}
+	for _, m := range w.members {
+		r.Members = append(r.Members, MemberResult{
+			ID: m.id, Ceiling: m.ceiling, Profile: m.spec.Profile, StepScale: m.spec.StepScale,
+		})
+	}
+	r.Telemetry.Enabled = w.press != nil
+	return r
+}
+
+// expectedRequests sizes the request records up front: growing a slice of hundreds of thousands
+// of records by doubling costs more than the records themselves.
+func expectedRequests(sc *scenarios.Scenario) int {
+	if o := sc.Workload.Open; o != nil {
+		return int(min(o.Rate*sc.Duration.Seconds()*1.05+64, 1<<22))
+	}
+	return min(sc.Workload.Closed.Clients*16, 1<<22)
+}
+
+// at converts a virtual offset to the time.Time the router code sees.
+func (w *world) at(d time.Duration) time.Time { return Epoch.Add(d) }

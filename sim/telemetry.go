@@ -1,0 +1,203 @@
+package sim
+
+import (
+	"time"
+
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/scenarios"
+)
+
+// readiness is the sim's routing.ReadinessSource: the latest completed probe verdict per member.
+// A probe sees a member ready exactly when its engine is alive (a killed engine fails /health).
+type readiness struct {
+	tier  string
+	ids   []string
+	ready []bool
+	snap  map[string]bool
+}
+
+func newReadiness(t config.Tier) readiness {
+	r := readiness{tier: t.ID, snap: map[string]bool{}}
+	for _, m := range t.Members {
+		r.ids = append(r.ids, m.ID)
+		r.ready = append(r.ready, false) // unprobed: not ready
+		r.snap[m.ID] = false
+	}
+	return r
+}
+
+// Snapshot returns the completed verdicts. The map is rebuilt only when a probe changes a verdict
+// and handed out as is: the sim is single-threaded and admission copies its inputs before use, so
+// no caller can observe it changing.
+func (r *readiness) Snapshot(tier string) map[string]bool {
+	if tier != r.tier {
+		return nil
+	}
+	return r.snap
+}
+
+// probe is one readiness round over every member; the next is one interval later.
+func (w *world) probe() {
+	r := &w.ready
+	changed := false
+	for i, m := range w.members {
+		if r.ready[i] != m.alive {
+			r.ready[i], changed = m.alive, true
+		}
+	}
+	if changed {
+		r.snap = make(map[string]bool, len(r.ids))
+		for i, id := range r.ids {
+			r.snap[id] = r.ready[i]
+		}
+	}
+	if next := w.now + w.cfg.Readiness().Interval; w.arrivals && next <= w.sc.Duration {
+		w.push(next, prioProbe, ev{kind: evProbe})
+	}
+}
+
+// telemetry plays the pressure cache's production shell on virtual time: the real pressure.Core
+// decides what to refresh and classifies samples; two virtual workers take its jobs and scrape a
+// member's engine metrics after a modeled latency.
+type telemetry struct {
+	w       *world
+	core    *pressure.Core
+	workers [2]worker
+}
+
+type worker struct {
+	busy   bool
+	job    pressure.Job
+	member int
+	class  pressure.Class
+	since  time.Duration
+}
+
+func newTelemetry(w *world, t config.Tier) (*telemetry, error) {
+	spec := pressure.TierSpec{ID: t.ID, ServedModel: t.ServedModel}
+	for _, m := range t.Members {
+		spec.Members = append(spec.Members, pressure.MemberSpec{ID: m.ID, Endpoint: m.Endpoint, Capacity: m.MaxConcurrency})
+	}
+	core, err := pressure.NewCore([]pressure.TierSpec{spec})
+	if err != nil {
+		return nil, err
+	}
+	return &telemetry{w: w, core: core}, nil
+}
+
+// Snapshot is the routing.PressureSource: the core's snapshot at virtual now, which also queues
+// due refreshes (the workers are woken after admission returns, as the shell signals them).
+func (t *telemetry) Snapshot(tier string) (map[string]scheduler.Pressure, error) {
+	st := &t.w.res.Telemetry
+	st.Snapshots++
+	p, err := t.core.Snapshot(tier, t.w.at(t.w.now))
+	if err != nil {
+		st.SnapshotErrors++
+	}
+	return p, err
+}
+
+// afterSnapshot wakes idle workers when the snapshot queued refreshes.
+func (t *telemetry) afterSnapshot() {
+	st := &t.w.res.Telemetry
+	st.MaxPending = max(st.MaxPending, t.core.Pending())
+	st.MaxQueued = max(st.MaxQueued, t.core.Queued())
+	if t.core.Queued() > 0 && (!t.workers[0].busy || !t.workers[1].busy) {
+		t.w.push(t.w.now, prioTelemetry, ev{kind: evWorkers})
+	}
+}
+
+// kick gives every idle worker the next queued refresh.
+func (t *telemetry) kick() {
+	for i := range t.workers {
+		if t.workers[i].busy {
+			continue
+		}
+		job, ok := t.core.Next(t.w.at(t.w.now))
+		if !ok {
+			return
+		}
+		t.start(i, job)
+	}
+}
+
+// start models one scrape: how long it takes and how it ends, from the member's telemetry fault
+// at the scrape's start. The page itself is read when the scrape completes.
+func (t *telemetry) start(wi int, job pressure.Job) {
+	w := t.w
+	mi := w.byID[job.Member]
+	m := w.members[mi]
+	lat := w.sc.Telemetry.ScrapeLatency
+	if j := w.sc.Telemetry.ScrapeJitter; j > 0 {
+		lat += time.Duration(w.streams.Jitter.Int64N(int64(j) + 1))
+	}
+	class, hold := pressure.ClassOK, false
+	if f := t.fault(m.id); f != nil {
+		switch f.Mode {
+		case scenarios.ModeOutage:
+			class = pressure.ClassFailed
+		case scenarios.ModeMalformed:
+			class = pressure.ClassUnknown
+		case scenarios.ModeSlow:
+			lat = f.Latency
+		case scenarios.ModeHung:
+			lat, class, hold = f.Latency, pressure.ClassFailed, true
+		}
+	}
+	if !m.alive {
+		class = pressure.ClassFailed // connection refused
+	}
+	if lat > pressure.FetchTimeout && !hold {
+		lat, class = pressure.FetchTimeout, pressure.ClassFailed // the fetch's own timeout
+	}
+	t.workers[wi] = worker{busy: true, job: job, member: mi, class: class, since: w.now}
+	w.res.Telemetry.Scrapes++
+	w.push(w.now+lat, prioTelemetry, ev{kind: evScrapeDone, a: int32(wi)})
+}
+
+// fault returns the member's first telemetry fault covering now.
+func (t *telemetry) fault(member string) *scenarios.TelemetryFault {
+	for i := range t.w.sc.Telemetry.Faults {
+		f := &t.w.sc.Telemetry.Faults[i]
+		if f.Member == member && f.From <= t.w.now && t.w.now < f.Until {
+			return f
+		}
+	}
+	return nil
+}
+
+// scrapeDone reads the member's metrics view now, hands the sample to the core, and lets the
+// worker take the next job.
+func (t *telemetry) scrapeDone(wi int) {
+	w := t.w
+	wk := &t.workers[wi]
+	if !wk.busy {
+		return
+	}
+	m := w.members[wk.member]
+	class := wk.class
+	var s pressure.Sample
+	if class == pressure.ClassOK && !m.alive {
+		class = pressure.ClassFailed // died during the scrape
+	}
+	if class == pressure.ClassOK {
+		mt := m.eng.Metrics()
+		s = pressure.Sample{
+			Running: scheduler.Metric{Value: float64(mt.Running), Present: true},
+			Waiting: scheduler.Metric{Value: float64(mt.Waiting), Present: true},
+			KVUsage: scheduler.Metric{Value: mt.KVUsage, Present: true},
+		}
+	}
+	t.core.Complete(wk.job, w.at(w.now), s, class)
+	st := &w.res.Telemetry
+	if w.now-wk.since > pressure.FetchTimeout {
+		st.Overdue++
+	}
+	st.Completed[class]++
+	w.res.Members[wk.member].Scrapes[class]++
+	st.WorkerBusy[wi] += w.now - wk.since
+	wk.busy = false
+	t.kick()
+}
