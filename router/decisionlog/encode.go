@@ -42,20 +42,20 @@ func appendDecision(b []byte, d *scheduler.Decision) []byte {
 	b = appendStringField(b, `{"selected_member_id":`, sel)
 	b = appendStringField(b, `,"reason":`, d.Reason().String())
 	b = append(b, `,"eligible_member_ids":[`...)
-	for i, id := range d.EligibleMemberIDs() {
+	for i := range d.EligibleCount() {
 		if i > 0 {
 			b = append(b, ',')
 		}
 		b = append(b, '"')
-		b = append(b, id...)
+		b = append(b, d.EligibleID(i)...)
 		b = append(b, '"')
 	}
 	b = append(b, `],"scores":[`...)
-	for i, s := range d.Scores() {
+	for i := range d.EligibleCount() {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendScore(b, s)
+		b = appendScore(b, d.Score(i))
 	}
 	return append(b, "]}"...)
 }

@@ -9,26 +9,30 @@ import (
 
 // rebuildDecision copies d through the scheduler's validating constructors, so stored
 // evidence is always something NewScore and NewDecision accept, whatever its origin.
+// The copies go through fixed-size arrays, so evidence costs no allocation on the request path.
 func rebuildDecision(d scheduler.Decision) (scheduler.Decision, error) {
-	src := d.Scores()
-	scores := make([]scheduler.Score, len(src))
-	for i, s := range src {
+	var scoreBuf [scheduler.MaxMembers]scheduler.Score
+	var idBuf [scheduler.MaxMembers]string
+	n := d.EligibleCount()
+	for i := range n {
+		s := d.Score(i)
 		ppm, has := s.UpstreamPressurePPM()
 		c, err := scheduler.NewScore(s.MemberID(), s.LocalActive(), s.LocalCapacity(),
 			s.UpstreamUnknown(), ppm, has, s.Freshness(), s.RotatingRank())
 		if err != nil {
 			return scheduler.Decision{}, err
 		}
-		scores[i] = c
+		scoreBuf[i] = c
 	}
-	eligible := d.EligibleMemberIDs()
-	for _, id := range eligible {
+	for j := range n {
+		id := d.EligibleID(j)
 		if addressLike(id) {
 			return scheduler.Decision{}, errAddressID
 		}
+		idBuf[j] = id
 	}
 	sel, has := d.SelectedMemberID()
-	return scheduler.NewDecision(sel, has, d.Reason(), eligible, scores)
+	return scheduler.NewDecision(sel, has, d.Reason(), idBuf[:n], scoreBuf[:n])
 }
 
 // errAddressID refuses evidence naming a member whose ID is an IP address literal.
@@ -75,10 +79,17 @@ func ValidateEvidence(d scheduler.Decision, members map[string]int64) error {
 	if err != nil {
 		return fmt.Errorf("%w: malformed decision", ErrInvalidEvidence)
 	}
+	return fitsMembership(c, members)
+}
+
+// fitsMembership is ValidateEvidence for a decision already rebuilt through the constructors and a
+// membership already checked.
+func fitsMembership(c scheduler.Decision, members map[string]int64) error {
 	if _, ok := c.SelectedMemberID(); !ok || c.Reason() != scheduler.ReasonSelected {
 		return fmt.Errorf("%w: no selected member", ErrInvalidEvidence)
 	}
-	for _, s := range c.Scores() {
+	for i := range c.EligibleCount() {
+		s := c.Score(i)
 		ceiling, ok := members[s.MemberID()]
 		switch {
 		case !ok:

@@ -137,7 +137,8 @@ func (l *Log) Add(r Record) error {
 	rec := n.rec
 	if rec.ReplicaScheduler != nil && l.membership != nil {
 		members, ok := l.membership[rec.Tier]
-		if !ok || ValidateEvidence(*rec.ReplicaScheduler, members) != nil {
+		// normalize already rebuilt the evidence and New checked the membership.
+		if !ok || fitsMembership(*rec.ReplicaScheduler, members) != nil {
 			rec.ReplicaScheduler = nil
 			n.evidenceDiscarded = true
 		}

@@ -148,7 +148,7 @@ func (t *tierTally) add(r *Record) {
 		t.freshness, t.sizes = map[string]int{}, map[int]int{}
 	}
 	t.decisions++
-	t.freshness[d.Scores()[0].Freshness().String()]++ // row 0 is the selected member
+	t.freshness[d.Score(0).Freshness().String()]++ // row 0 is the selected member
 	t.sizes[d.EligibleCount()]++
 }
 

@@ -51,6 +51,14 @@ func (d Decision) EligibleMemberIDs() []string {
 // allocating.
 func (d Decision) EligibleCount() int { return int(d.n) }
 
+// Score returns row i in winning order (0 = selected) without allocating. It panics when i is outside
+// 0..EligibleCount()-1, as indexing a slice would.
+func (d Decision) Score(i int) Score { return d.rows()[i] }
+
+// EligibleID returns the j-th eligible member ID in sorted order without allocating. It panics when j
+// is outside 0..EligibleCount()-1.
+func (d Decision) EligibleID(j int) string { return d.scores[d.byID[:d.n][j]].id }
+
 // Scores returns a new slice of the score rows in winning order (first = selected).
 // It is nil when no member was eligible.
 func (d Decision) Scores() []Score {

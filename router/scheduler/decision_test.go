@@ -122,3 +122,24 @@ func TestDecisionEqual(t *testing.T) {
 	assert.False(t, mk(0, 0).Equal(mk(0, 2)), "different row count")
 	assert.False(t, mk(0, 0).Equal(Decision{}))
 }
+
+func TestIndexedAccessorsMatchTheCopies(t *testing.T) {
+	p := UnknownPressure()
+	var cands []Candidate
+	for i, id := range []string{"c", "a", "b"} {
+		c, err := NewCandidate(id, true, int64(i), 4, p)
+		require.NoError(t, err)
+		cands = append(cands, c)
+	}
+	d, err := Rank(cands, 1)
+	require.NoError(t, err)
+	require.Equal(t, 3, d.EligibleCount())
+	for i, s := range d.Scores() {
+		assert.Equal(t, s, d.Score(i))
+	}
+	for j, id := range d.EligibleMemberIDs() {
+		assert.Equal(t, id, d.EligibleID(j))
+	}
+	assert.Panics(t, func() { d.Score(3) })
+	assert.Panics(t, func() { d.EligibleID(3) })
+}
