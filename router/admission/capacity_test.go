@@ -91,7 +91,7 @@ func TestCapacityDecisiveCases(t *testing.T) {
 			tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 2, 2))
 			for k, st := range tt.steps {
 				before := tier.Snapshot()
-				l, err := tier.AcquireMember(st.ready, st.pressure(t))
+				l, err := acquire(tier, st.ready, st.pressure(t))
 				if st.want == "" {
 					require.ErrorIs(t, err, ErrExhausted, "step %d", k)
 					assert.Nil(t, l)
@@ -163,12 +163,12 @@ func TestCapacityCeilings(t *testing.T) {
 		ready := allReady("m00", "m01")
 		var got []string
 		for range 3 {
-			l, err := tier.AcquireMember(ready, nil)
+			l, err := acquire(tier, ready, nil)
 			require.NoError(t, err)
 			got = append(got, l.Member())
 		}
 		assert.ElementsMatch(t, []string{"m00", "m01", "m01"}, got)
-		_, err := tier.AcquireMember(ready, nil)
+		_, err := acquire(tier, ready, nil)
 		assert.ErrorIs(t, err, ErrExhausted)
 		assert.ErrorIs(t, err, errTierFull, "the default tier ceiling is the sum 3")
 		checkInvariants(t, tier.Snapshot())
@@ -177,18 +177,18 @@ func TestCapacityCeilings(t *testing.T) {
 		tier := newTierT(t, replicaSpec("r", StrategyCapacity, 2, 5, 5))
 		ready := allReady("m00", "m01")
 		for range 2 {
-			_, err := tier.AcquireMember(ready, nil)
+			_, err := acquire(tier, ready, nil)
 			require.NoError(t, err)
 		}
 		before := tier.Snapshot()
-		_, err := tier.AcquireMember(ready, nil)
+		_, err := acquire(tier, ready, nil)
 		assert.ErrorIs(t, err, errTierFull)
 		assert.Equal(t, before, tier.Snapshot())
 	})
 	t.Run("full member is not eligible", func(t *testing.T) {
 		tier := newTierT(t, replicaSpec("r", StrategyCapacity, 10, 1, 5))
 		mustAcquire(t, tier, allReady("m00"), nil, "m00")
-		_, err := tier.AcquireMember(allReady("m00"), nil)
+		_, err := acquire(tier, allReady("m00"), nil)
 		assert.ErrorIs(t, err, errNoEligible)
 		l := mustAcquire(t, tier, allReady("m00", "m01"), nil, "m01")
 		d, _ := l.Decision()
@@ -198,7 +198,7 @@ func TestCapacityCeilings(t *testing.T) {
 		tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 1, 1))
 		require.NoError(t, tier.QuiesceMember("m00", "a"))
 		require.NoError(t, tier.QuiesceMember("m01", "b"))
-		_, err := tier.AcquireMember(allReady("m00", "m01"), nil)
+		_, err := acquire(tier, allReady("m00", "m01"), nil)
 		assert.ErrorIs(t, err, ErrQuiesced)
 		assert.ErrorIs(t, err, errMembersQuiesced)
 	})
@@ -213,16 +213,16 @@ func TestInvalidSnapshotsChangeNothing(t *testing.T) {
 		pressure func(t *testing.T) map[string]scheduler.Pressure
 		want     error
 	}{
-		{"unknown member in readiness", map[string]bool{"m00": true, "ghost": true}, nil, errUnknownReady},
-		{"unknown member false in readiness", map[string]bool{"m00": true, "ghost": false}, nil, errUnknownReady},
-		{"tier id in readiness", map[string]bool{"r": true}, nil, errUnknownReady},
-		{"empty key in readiness", map[string]bool{"": true}, nil, errUnknownReady},
+		{"unknown member in readiness", map[string]bool{"m00": true, "ghost": true}, nil, errIncompleteReady},
+		{"unknown member false in readiness", map[string]bool{"m00": true, "ghost": false}, nil, errIncompleteReady},
+		{"tier id in readiness", map[string]bool{"r": true}, nil, errIncompleteReady},
+		{"empty key in readiness", map[string]bool{"": true}, nil, errIncompleteReady},
 		{"unknown member in pressure", allReady("m00", "m01"), func(t *testing.T) map[string]scheduler.Pressure {
 			return map[string]scheduler.Pressure{"m00": fresh(t, 0), "ghost": fresh(t, 0)}
-		}, errUnknownPressure},
+		}, errIncompletePressure},
 		{"unknown pressure even with unknown value", allReady("m00"), func(*testing.T) map[string]scheduler.Pressure {
 			return map[string]scheduler.Pressure{"M00": scheduler.UnknownPressure()}
-		}, errUnknownPressure},
+		}, errIncompletePressure},
 	}
 	for _, strategy := range []Strategy{StrategyCapacity, StrategyRoundRobin} {
 		for _, tt := range tests {
@@ -234,7 +234,7 @@ func TestInvalidSnapshotsChangeNothing(t *testing.T) {
 				if tt.pressure != nil {
 					p = tt.pressure(t)
 				}
-				l, err := tier.AcquireMember(tt.ready, p)
+				l, err := acquire(tier, tt.ready, p)
 				assert.Nil(t, l)
 				assert.ErrorIs(t, err, ErrInvalidSnapshot)
 				assert.ErrorIs(t, err, tt.want)
@@ -256,4 +256,35 @@ func TestAcquireCopiesCallerMaps(t *testing.T) {
 	d, _ := l.Decision()
 	assert.False(t, d.Scores()[0].UpstreamUnknown())
 	assert.Equal(t, "m01", l.Member())
+}
+
+// The spec's "incomplete mappings refuse": a readiness map must name every configured member, and a
+// pressure map must be nil (all unknown) or name every member. A missing member would otherwise read
+// silently as not ready or as unknown.
+func TestIncompleteSnapshotsRefuse(t *testing.T) {
+	for _, s := range []Strategy{StrategyRoundRobin, StrategyCapacity} {
+		t.Run(s.String(), func(t *testing.T) {
+			tier := newTierT(t, replicaSpec("r", s, 0, 2, 2))
+			before := tier.Snapshot()
+			cases := []struct {
+				name  string
+				ready map[string]bool
+				p     map[string]scheduler.Pressure
+			}{
+				{"nil readiness", nil, nil},
+				{"readiness missing a member", map[string]bool{"m00": true}, nil},
+				{"pressure missing a member", map[string]bool{"m00": true, "m01": true}, map[string]scheduler.Pressure{"m00": fresh(t, 0)}},
+				{"empty non-nil pressure", map[string]bool{"m00": true, "m01": true}, map[string]scheduler.Pressure{}},
+			}
+			for _, c := range cases {
+				_, err := tier.AcquireMember(c.ready, c.p)
+				assert.ErrorIs(t, err, ErrInvalidSnapshot, c.name)
+			}
+			assert.Equal(t, before, tier.Snapshot(), "refusals change no count and no cursor")
+			l, err := tier.AcquireMember(map[string]bool{"m00": false, "m01": true}, nil)
+			require.NoError(t, err, "complete readiness with nil pressure is valid")
+			assert.Equal(t, "m01", l.Member())
+			l.Release()
+		})
+	}
 }

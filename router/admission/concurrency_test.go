@@ -29,7 +29,7 @@ func TestTwentyAcquirersNeverOversubscribe(t *testing.T) {
 			for range 20 {
 				wg.Go(func() {
 					<-start
-					l, err := tier.AcquireMember(ready, nil)
+					l, err := acquire(tier, ready, nil)
 					results <- result{l, err}
 				})
 			}
@@ -73,7 +73,7 @@ func TestChurnNeverOversubscribes(t *testing.T) {
 		wg.Go(func() {
 			<-start
 			for range 200 {
-				l, err := tier.AcquireMember(ready, nil)
+				l, err := acquire(tier, ready, nil)
 				if err != nil {
 					if !errors.Is(err, ErrExhausted) {
 						violations.Add(1)
@@ -146,7 +146,7 @@ func TestQuiesceRacingAcquire(t *testing.T) {
 					<-start
 					for range 50 {
 						after := done.Load()
-						l, err := tier.AcquireMember(ready, nil)
+						l, err := acquire(tier, ready, nil)
 						if err != nil {
 							continue
 						}
@@ -170,7 +170,7 @@ func TestQuiesceRacingAcquire(t *testing.T) {
 			wg.Wait()
 			close(leases)
 			assert.Zero(t, late.Load(), "an acquire started after Quiesce returned succeeded")
-			_, err := tier.AcquireMember(ready, nil)
+			_, err := acquire(tier, ready, nil)
 			if member {
 				assert.ErrorIs(t, err, errNoEligible, "m01 is admitting but not ready")
 			} else {

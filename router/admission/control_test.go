@@ -65,7 +65,7 @@ func TestQuiesceScopes(t *testing.T) {
 
 	require.NoError(t, tier.Quiesce("maint"))
 	require.NoError(t, tier.Quiesce("maint2"), "quiescing again replaces the reason")
-	_, err := tier.AcquireMember(ready, nil)
+	_, err := acquire(tier, ready, nil)
 	assert.ErrorIs(t, err, errTierQuiesced)
 	s := tier.Snapshot()
 	assert.Equal(t, StateQuiesced, s.State)
@@ -75,7 +75,7 @@ func TestQuiesceScopes(t *testing.T) {
 	assert.Equal(t, StateAdmitting, s.Members[0].State, "tier quiesce is not written into members")
 
 	require.NoError(t, tier.ReadmitMember("m01"))
-	_, err = tier.AcquireMember(ready, nil)
+	_, err = acquire(tier, ready, nil)
 	assert.ErrorIs(t, err, ErrQuiesced, "member readmit never clears the tier quiesce")
 
 	require.NoError(t, tier.QuiesceMember("m01", "swap"))

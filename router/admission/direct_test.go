@@ -62,10 +62,10 @@ func TestReleaseIsIdempotentAndCountsMisuse(t *testing.T) {
 	}{
 		{"direct", TierSpec{ID: "d", MaxConcurrency: 1}, (*TierAdmission).Acquire},
 		{"round robin", replicaSpec("r", StrategyRoundRobin, 0, 1, 1), func(t *TierAdmission) (*Lease, error) {
-			return t.AcquireMember(allReady("m00", "m01"), nil)
+			return acquire(t, allReady("m00", "m01"), nil)
 		}},
 		{"capacity", replicaSpec("r", StrategyCapacity, 0, 1, 1), func(t *TierAdmission) (*Lease, error) {
-			return t.AcquireMember(allReady("m00", "m01"), nil)
+			return acquire(t, allReady("m00", "m01"), nil)
 		}},
 	}
 	for _, tt := range tests {
@@ -117,7 +117,7 @@ func TestWrongKind(t *testing.T) {
 
 	_, err = r.Acquire()
 	assert.ErrorIs(t, err, ErrWrongKind)
-	_, err = d.AcquireMember(allReady("m00"), nil)
+	_, err = acquire(d, allReady("m00"), nil)
 	assert.ErrorIs(t, err, ErrWrongKind)
 	assert.ErrorIs(t, d.QuiesceMember("m00", "x"), ErrWrongKind)
 	assert.ErrorIs(t, d.ReadmitMember("m00"), ErrWrongKind)

@@ -21,7 +21,7 @@ func Example() {
 	}
 	pool, _ := set.Tier("pool")
 	ready := map[string]bool{"gpu-a": true, "gpu-b": true}
-	pressure := map[string]scheduler.Pressure{} // absent = unknown
+	var pressure map[string]scheduler.Pressure // nil: upstream pressure unknown for every member
 
 	lease, err := pool.AcquireMember(ready, pressure)
 	if err != nil {

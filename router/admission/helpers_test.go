@@ -65,7 +65,7 @@ func stale(t testing.TB) scheduler.Pressure {
 // mustAcquire acquires a member lease and requires the expected member.
 func mustAcquire(t testing.TB, tier *TierAdmission, ready map[string]bool, p map[string]scheduler.Pressure, want string) *Lease {
 	t.Helper()
-	l, err := tier.AcquireMember(ready, p)
+	l, err := acquire(tier, ready, p)
 	require.NoError(t, err)
 	require.Equal(t, want, l.Member())
 	return l
@@ -100,4 +100,30 @@ func checkInvariants(t tb, s Snapshot) {
 	}
 	require.Equal(t, s.Acquired-s.Released, uint64(s.Active))
 	require.Equal(t, s.State == StateQuiesced && s.Active > 0, s.Draining)
+}
+
+// acquire calls AcquireMember with the maps completed the way routing builds them: every configured
+// member in readiness (absent = not ready) and, when pressure is given, every member in pressure
+// (absent = unknown). Keys naming unconfigured members are kept, so invalid maps still refuse.
+func acquire(tier *TierAdmission, ready map[string]bool, p map[string]scheduler.Pressure) (*Lease, error) {
+	r := make(map[string]bool, len(ready))
+	for k, v := range ready {
+		r[k] = v
+	}
+	var q map[string]scheduler.Pressure
+	if p != nil {
+		q = make(map[string]scheduler.Pressure, len(p))
+		for k, v := range p {
+			q[k] = v
+		}
+	}
+	for _, id := range tier.Members() {
+		if _, ok := r[id]; !ok {
+			r[id] = false
+		}
+		if _, ok := q[id]; !ok && q != nil {
+			q[id] = scheduler.UnknownPressure()
+		}
+	}
+	return tier.AcquireMember(r, q)
 }

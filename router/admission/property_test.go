@@ -263,7 +263,7 @@ func (m *model) acquire(t *rapid.T, tier *TierAdmission) {
 	if bad <= 1 {
 		want, wantErr = -1, ErrInvalidSnapshot
 	}
-	l, err := tier.AcquireMember(ready, pressure)
+	l, err := acquire(tier, ready, pressure)
 	if wantErr != nil {
 		if !errors.Is(err, wantErr) || l != nil {
 			t.Fatalf("AcquireMember = %v, %v; want %v", l, err, wantErr)

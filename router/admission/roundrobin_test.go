@@ -18,7 +18,7 @@ func TestRoundRobinDistribution(t *testing.T) {
 			ready := allReady(ids...)
 			counts := map[string]int{}
 			for k := range 3 * n {
-				l, err := tier.AcquireMember(ready, nil)
+				l, err := acquire(tier, ready, nil)
 				require.NoError(t, err)
 				assert.Equal(t, ids[k%n], l.Member(), "strict rotation in sorted order")
 				_, ok := l.Decision()
@@ -106,7 +106,7 @@ func TestRoundRobinSkips(t *testing.T) {
 			}
 			if tt.wantFinal != nil {
 				before := tier.Snapshot()
-				l, err := tier.AcquireMember(tt.ready, nil)
+				l, err := acquire(tier, tt.ready, nil)
 				assert.Nil(t, l)
 				assert.ErrorIs(t, err, tt.wantFinal)
 				assert.Equal(t, before, tier.Snapshot(), "a refusal changes nothing")
@@ -129,11 +129,11 @@ func TestRoundRobinTierCeiling(t *testing.T) {
 	tier := newTierT(t, replicaSpec("r", StrategyRoundRobin, 3, 0, 0))
 	ready := allReady("m00", "m01")
 	for range 3 {
-		_, err := tier.AcquireMember(ready, nil)
+		_, err := acquire(tier, ready, nil)
 		require.NoError(t, err)
 	}
 	before := tier.Snapshot()
-	_, err := tier.AcquireMember(ready, nil)
+	_, err := acquire(tier, ready, nil)
 	assert.ErrorIs(t, err, ErrExhausted)
 	assert.Equal(t, before, tier.Snapshot())
 	checkInvariants(t, before)
@@ -145,6 +145,6 @@ func TestRoundRobinValidatesPressureButIgnoresIt(t *testing.T) {
 	// A low pressure on m01 does not move round robin off m00.
 	p := map[string]scheduler.Pressure{"m00": fresh(t, 900000), "m01": fresh(t, 0)}
 	mustAcquire(t, tier, ready, p, "m00")
-	_, err := tier.AcquireMember(ready, map[string]scheduler.Pressure{"ghost": fresh(t, 0)})
+	_, err := acquire(tier, ready, map[string]scheduler.Pressure{"ghost": fresh(t, 0)})
 	assert.ErrorIs(t, err, ErrInvalidSnapshot)
 }

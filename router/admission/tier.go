@@ -97,11 +97,13 @@ func (t *TierAdmission) Acquire() (*Lease, error) {
 }
 
 // AcquireMember selects and reserves one member of a replica tier without
-// waiting. ready maps member ID to served-model readiness (absent = not ready);
-// pressure maps member ID to normalized upstream pressure (absent = unknown;
-// validated but otherwise ignored in round robin). Both maps are copied and
-// validated before the lock: a key naming an unconfigured member fails with
-// ErrInvalidSnapshot and changes nothing; nil maps are empty maps. Under the
+// waiting. ready maps every configured member ID to its served-model readiness;
+// pressure maps every configured member ID to normalized upstream pressure, or is
+// nil, meaning every member's upstream pressure is unknown (pressure is validated
+// but otherwise ignored in round robin). Both maps are copied and validated before
+// the lock: an incomplete map, or a key naming an unconfigured member, fails with
+// ErrInvalidSnapshot and changes nothing (the spec's "incomplete, duplicate,
+// unknown-member or malformed mappings refuse"). Under the
 // tier lock it rechecks tier quiesce and ceiling, selects a member from current
 // counts, reserves tier and member together and only then advances the cursor.
 // Refusals are ErrQuiesced (tier or every member quiesced) and ErrExhausted
@@ -151,31 +153,35 @@ type inputs struct {
 }
 
 // copyInputs copies and validates the caller's maps. It looks every configured
-// member up once per map and compares the hit count with the map length, which
-// detects unconfigured keys without iterating the map. Values need no further
+// member up once per map: every member must be present (a missing one would
+// silently read as not ready or unknown), and the hit count must equal the map
+// length, which detects unconfigured keys without iterating the map. Values need no further
 // check: a bool is a bool, and scheduler.Pressure has only unexported fields set
 // by validating constructors (its zero value is UnknownPressure), so a malformed
 // pressure value cannot be built outside the scheduler package.
 func (t *TierAdmission) copyInputs(in *inputs, ready map[string]bool, pressure map[string]scheduler.Pressure) error {
-	hitsReady, hitsPressure := 0, 0
+	n := len(t.memberIDs)
+	if len(ready) != n {
+		return errIncompleteReady
+	}
+	if pressure != nil && len(pressure) != n {
+		return errIncompletePressure
+	}
 	for i, id := range t.memberIDs {
-		if r, ok := ready[id]; ok {
-			in.ready[i] = r
-			hitsReady++
-		}
-		p, ok := pressure[id]
+		r, ok := ready[id]
 		if !ok {
+			return errIncompleteReady
+		}
+		in.ready[i] = r
+		if pressure == nil {
 			in.pressure[i] = scheduler.UnknownPressure()
 			continue
 		}
-		hitsPressure++
+		p, ok := pressure[id]
+		if !ok {
+			return errIncompletePressure
+		}
 		in.pressure[i] = p
-	}
-	if hitsReady != len(ready) {
-		return errUnknownReady
-	}
-	if hitsPressure != len(pressure) {
-		return errUnknownPressure
 	}
 	return nil
 }

@@ -163,18 +163,20 @@ func indexOf(sorted []string, id string) int {
 // every rank is below the first.
 func (d *Decision) checkOrder() error {
 	rows := d.rows()
-	for i := 1; i < len(rows); i++ {
-		if rows[i].rank == rows[i-1].rank {
+	var seen [MaxMembers]bool
+	for i, r := range rows {
+		if int(r.rank) >= MaxMembers || seen[r.rank] {
 			return fmt.Errorf("%w: duplicate rotating rank", ErrInconsistent)
 		}
-		if !rows[i-1].less(rows[i]) {
+		seen[r.rank] = true
+		if i > 0 && !rows[i-1].less(r) {
 			return fmt.Errorf("%w: score rows not in winning order", ErrInconsistent)
 		}
 	}
 	wraps := 0
 	n := len(rows)
 	for j := 1; j < n; j++ {
-		if d.scores[d.byID[j]].rank < d.scores[d.byID[j-1]].rank {
+		if d.scores[d.byID[j]].rank <= d.scores[d.byID[j-1]].rank {
 			wraps++
 		}
 	}

@@ -143,3 +143,16 @@ func TestIndexedAccessorsMatchTheCopies(t *testing.T) {
 	assert.Panics(t, func() { d.Score(3) })
 	assert.Panics(t, func() { d.EligibleID(3) })
 }
+
+// Evidence Rank can never produce is refused: a, b, c with ranks 0, 0, 1 (b and a share rank 0, which
+// no rotation of three members gives).
+func TestNewDecisionRefusesDuplicateRanks(t *testing.T) {
+	a, err := NewScore("a", 0, 2, true, 0, false, FreshnessUnknown, 0)
+	require.NoError(t, err)
+	c, err := NewScore("c", 1, 2, true, 0, false, FreshnessUnknown, 1)
+	require.NoError(t, err)
+	b, err := NewScore("b", 2, 3, true, 0, false, FreshnessUnknown, 0)
+	require.NoError(t, err)
+	_, err = NewDecision("a", true, ReasonSelected, []string{"a", "b", "c"}, []Score{a, c, b})
+	assert.ErrorIs(t, err, ErrInconsistent)
+}
