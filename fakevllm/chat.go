@@ -57,12 +57,17 @@ func finishString(p progress) *string {
 }
 
 // visibleTokens is how many generated tokens have text: a natural stop's
-// last token is EOS, counted in usage but never shown.
+// last token is EOS, counted in usage but never shown. The cap at
+// stopAfter-1 hides it even from a reader that sees it before the finish.
 func visibleTokens(p progress) int {
-	if p.finished && p.reason == engine.FinishStop && p.generated > 0 {
-		return p.generated - 1
+	vis := p.generated
+	if p.finished && p.reason == engine.FinishStop && vis > 0 {
+		vis--
 	}
-	return p.generated
+	if p.stopAfter > 0 {
+		vis = min(vis, p.stopAfter-1)
+	}
+	return vis
 }
 
 // --- chat completions ---

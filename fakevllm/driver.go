@@ -89,16 +89,41 @@ func (d *driver) loop() {
 // advance brings the engine to now and delivers the events.
 func (d *driver) advance(now time.Time) {
 	d.events = d.eng.Advance(now, d.events[:0])
-	for _, ev := range d.events {
-		t := d.tickets[ev.ID]
+	d.deliver(d.events)
+}
+
+// deliver hands events to their tickets, one group at a time (see
+// eventGroup): a request's last token and its finish reach the ticket as one
+// update, so a handler never sees that token without the finish. vLLM sends
+// them in one chunk, and for a natural stop the last token is EOS, whose text
+// must not show.
+func (d *driver) deliver(evs []engine.Event) {
+	for len(evs) > 0 {
+		n := eventGroup(evs)
+		group := evs[:n]
+		evs = evs[n:]
+		t := d.tickets[group[0].ID]
 		if t == nil {
 			continue
 		}
-		t.apply(ev)
-		if ev.Kind == engine.EventFinish {
-			delete(d.tickets, ev.ID)
+		t.apply(group...)
+		if group[n-1].Kind == engine.EventFinish {
+			delete(d.tickets, group[0].ID)
 		}
 	}
+}
+
+// eventGroup is how many leading events of evs (at least one) go to their
+// ticket together: two when a token is followed by the same request's
+// finish, which the engine emits right after the token that ends it.
+func eventGroup(evs []engine.Event) int {
+	if len(evs) < 2 || evs[1].Kind != engine.EventFinish || evs[1].ID != evs[0].ID {
+		return 1
+	}
+	if k := evs[0].Kind; k == engine.EventFirstToken || k == engine.EventToken {
+		return 2
+	}
+	return 1
 }
 
 // failAll ends every open request without an engine answer (death, close).
@@ -133,7 +158,7 @@ func (d *driver) call(f func(now time.Time)) error {
 // submit queues a request and returns its ticket. tokenEvents asks for one
 // event per token (streams); ordinary requests only need the finish.
 func (d *driver) submit(g genRequest, tokenEvents bool) (*ticket, error) {
-	t := newTicket()
+	t := newTicket(g.stopAfter)
 	var err error
 	if cerr := d.call(func(now time.Time) {
 		if d.dead {
@@ -198,20 +223,21 @@ func (d *driver) configure(dead bool, scale float64, reserved int) error {
 func (d *driver) reconfigure(now time.Time, dead bool, scale float64, reserved int) error {
 	switch {
 	case dead && !d.dead:
-		// A dead engine answers nothing more: requests are cut, not finished.
-		for id := range d.tickets {
-			d.eng.Abort(now, id)
-		}
-		d.failAll()
-		d.dead = true
-	case !dead && d.dead:
-		// Revival is a restart: a fresh engine, counters from zero.
+		// A dead engine answers nothing more: open requests are cut, not
+		// finished, so none is counted (vLLM reports no success, abort or
+		// latency for requests a crash took). The crashed engine is dropped
+		// whole for a fresh one, as a restarted vLLM would expose: gauges at
+		// 0 and counters from zero (a counter reset to Prometheus). It takes
+		// no request until revival, which only lifts the fault.
 		eng, err := engine.New(d.profile, now, d.seed)
 		if err != nil {
 			return err
 		}
-		d.eng, d.dead = eng, false
+		d.failAll()
+		d.eng, d.dead = eng, true
 		d.scale, d.squeeze = 1, 0
+	case !dead && d.dead:
+		d.dead = false
 	}
 	if scale != d.scale {
 		if err := d.eng.SetStepScale(now, scale); err != nil {
@@ -242,8 +268,9 @@ type ticket struct {
 	id     uint64 // set by the loop before the ticket is shared
 	notify chan struct{}
 
-	mu sync.Mutex
-	p  progress
+	mu      sync.Mutex
+	p       progress
+	updates int // progress publications (one wake each)
 }
 
 // progress is what a handler needs to render a response.
@@ -252,24 +279,38 @@ type progress struct {
 	finished  bool
 	reason    engine.FinishReason
 	failed    bool // the engine died or the member closed: no answer
+	stopAfter int  // the natural stop length (its token is EOS); 0 = none
 }
 
-func newTicket() *ticket { return &ticket{notify: make(chan struct{}, 1)} }
+func newTicket(stopAfter int) *ticket {
+	return &ticket{notify: make(chan struct{}, 1), p: progress{stopAfter: stopAfter}}
+}
 
-func (t *ticket) apply(ev engine.Event) {
+// apply publishes a group of one request's events as one update: a reader
+// sees the state before the group or after all of it.
+func (t *ticket) apply(evs ...engine.Event) {
 	t.mu.Lock()
-	switch ev.Kind {
-	case engine.EventFirstToken, engine.EventToken:
-		t.p.generated = ev.Generated
-	case engine.EventFinish:
-		t.p.generated = ev.Generated
-		t.p.finished, t.p.reason = true, ev.Reason
-	case engine.EventPreempt:
-		t.mu.Unlock()
-		return // invisible to the client; tokens already sent stay sent
+	changed := false
+	for _, ev := range evs {
+		switch ev.Kind {
+		case engine.EventFirstToken, engine.EventToken:
+			t.p.generated = ev.Generated
+			changed = true
+		case engine.EventFinish:
+			t.p.generated = ev.Generated
+			t.p.finished, t.p.reason = true, ev.Reason
+			changed = true
+		case engine.EventPreempt:
+			// invisible to the client; tokens already sent stay sent
+		}
+	}
+	if changed {
+		t.updates++
 	}
 	t.mu.Unlock()
-	t.wake()
+	if changed {
+		t.wake()
+	}
 }
 
 func (t *ticket) fail() {

@@ -205,10 +205,16 @@ func (m MetricsFault) normalize() (MetricsFault, error) {
 }
 
 // ParseFaults decodes a YAML or JSON fault document strictly (unknown fields
-// are errors) and normalizes it. An empty document is the zero Faults.
+// are errors) and normalizes it. An empty document is the zero Faults. A
+// document whose first non-blank byte is '{' is JSON and decoded as JSON,
+// types included: yaml.v3 would take {"engine_dead":"yes"} as true (a YAML
+// 1.1 boolean), which no JSON reader does.
 func ParseFaults(data []byte) (Faults, error) {
 	if len(data) > MaxFaultsBytes {
 		return Faults{}, invalid("document larger than %d bytes", MaxFaultsBytes)
+	}
+	if trimmed := bytes.TrimLeft(data, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '{' {
+		return parseFaultsJSON(trimmed)
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -224,6 +230,34 @@ func ParseFaults(data []byte) (Faults, error) {
 		return Faults{}, invalid("more than one document")
 	}
 	return f.Normalize()
+}
+
+// parseFaultsJSON decodes one JSON object strictly: unknown fields, wrong
+// types and trailing data are errors.
+func parseFaultsJSON(data []byte) (Faults, error) {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var f Faults
+	if err := dec.Decode(&f); err != nil {
+		return Faults{}, invalid("%s", cleanJSONError(err))
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return Faults{}, invalid("unexpected data after the JSON object")
+	}
+	return f.Normalize()
+}
+
+// cleanJSONError keeps the decoder's message but bounds its length, since
+// it may quote the input.
+func cleanJSONError(err error) string {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return "unexpected end of JSON input"
+	}
+	msg := strings.TrimPrefix(err.Error(), "json: ")
+	if len(msg) > 300 {
+		msg = msg[:300] + "..."
+	}
+	return msg
 }
 
 // cleanYAMLError keeps the parser's message but bounds its length, since it

@@ -113,6 +113,12 @@ func TestFaultEngineDeath(t *testing.T) {
 		m := p.srv.Metrics()
 		assert.Zero(t, m.Running)
 		assert.Zero(t, m.KVUsage)
+		// The cut requests did not finish: a crash counts no abort and no
+		// latency for them; the engine restarts from zero.
+		assert.Equal(t, engine.FinishCounts{}, m.Success, "cut requests are not counted as finished")
+		assert.Zero(t, m.E2E.Count)
+		assert.Zero(t, m.QueueTime.Count)
+		assert.Zero(t, m.Submitted)
 
 		// Clearing the fault restarts the engine.
 		require.NoError(t, p.srv.SetFaults(Faults{}))
@@ -295,23 +301,49 @@ func TestFaultMetrics(t *testing.T) {
 }
 
 func TestFaultKVSqueeze(t *testing.T) {
-	m := startLoopback(t, tinyOptions())
-	require.NoError(t, m.srv.SetFaults(Faults{KVBlocks: 16}))
-	em := m.srv.Metrics()
-	assert.Equal(t, 64, em.TotalBlocks)
-	assert.Equal(t, 48, em.UsedBlocks)
-	assert.Equal(t, 0.75, em.KVUsage, "reserved blocks count as used, as a real shortage would")
-	fams, _ := scrape(t, m.url)
-	assert.Equal(t, 0.75, gaugeValue(fams, MetricKVUsage, "", ""))
+	synctest.Test(t, func(t *testing.T) {
+		p := startPipe(t, tinyOptions())
+		defer p.stop()
+		ctx := context.Background()
+		require.NoError(t, p.srv.SetFaults(Faults{KVBlocks: 16}))
+		em := p.srv.Metrics()
+		assert.Equal(t, 64, em.TotalBlocks)
+		assert.Equal(t, 48, em.UsedBlocks)
+		assert.Equal(t, 0.75, em.KVUsage, "reserved blocks count as used, as a real shortage would")
+		assert.Equal(t, 0.75, gaugeValue(scrapeWith(t, p.client, p.url), MetricKVUsage, "", ""))
 
-	// A request larger than the squeezed pool waits; one that fits runs.
-	r := post(t, context.Background(), http.DefaultClient, m.url+"/v1/completions", `{"prompt":"abcd","max_tokens":8,"ignore_eos":true}`)
-	assert.Equal(t, http.StatusOK, r.StatusCode)
-	readAll(t, r)
+		// A request that fits the squeezed pool runs.
+		r := post(t, ctx, p.client, p.url+"/v1/completions", `{"prompt":"abcd","max_tokens":8,"ignore_eos":true}`)
+		assert.Equal(t, http.StatusOK, r.StatusCode)
+		readAll(t, r)
 
-	assert.ErrorIs(t, m.srv.SetFaults(Faults{KVBlocks: 65}), ErrInvalidFaults)
-	require.NoError(t, m.srv.SetFaults(Faults{}))
-	assert.Zero(t, m.srv.Metrics().KVUsage)
+		// A request larger than the squeezed pool (100 prompt tokens: 7
+		// blocks, 4 usable) waits, however long, until the squeeze is lifted.
+		require.NoError(t, p.srv.SetFaults(Faults{KVBlocks: 4}))
+		status := make(chan int, 1)
+		go func() {
+			r := post(t, ctx, p.client, p.url+"/v1/completions",
+				`{"prompt":"`+strings.Repeat("abcd", 100)+`","max_tokens":4,"ignore_eos":true}`)
+			readAll(t, r)
+			status <- r.StatusCode
+		}()
+		synctest.Wait()
+		advance(time.Minute)
+		synctest.Wait()
+		em = p.srv.Metrics()
+		assert.Equal(t, 1, em.Waiting, "the oversized request waits")
+		assert.Zero(t, em.Running)
+		assert.Empty(t, status, "and gets no answer")
+
+		require.NoError(t, p.srv.SetFaults(Faults{}))
+		assert.Equal(t, http.StatusOK, <-status, "it completes once the squeeze is lifted")
+		em = p.srv.Metrics()
+		assert.Equal(t, uint64(2), em.Success.Length)
+		assert.Zero(t, em.KVUsage)
+		assert.Zero(t, em.Waiting)
+
+		assert.ErrorIs(t, p.srv.SetFaults(Faults{KVBlocks: 65}), ErrInvalidFaults)
+	})
 }
 
 func TestAdminFaults(t *testing.T) {

@@ -89,6 +89,43 @@ func TestParseFaultsInvalid(t *testing.T) {
 	assert.ErrorIs(t, err, ErrInvalidFaults, "oversized document")
 }
 
+// TestParseFaultsJSONIsStrictJSON: a document opening with '{' is JSON and
+// gets JSON's types; YAML keeps YAML's.
+func TestParseFaultsJSONIsStrictJSON(t *testing.T) {
+	bad := map[string]string{
+		"YAML 1.1 boolean string": `{"engine_dead":"yes"}`,
+		"on as a boolean":         ` {"engine_dead":"on"}`,
+		"quoted number":           `{"kv_blocks":"4"}`,
+		"fractional int":          `{"kv_blocks":4.5}`,
+		"unknown field":           `{"engine_dead":true,"extra":1}`,
+		"unknown nested field":    `{"truncate":{"chunk":1,"every":2}}`,
+		"trailing data":           `{"engine_dead":true} {"kv_blocks":1}`,
+		"trailing garbage":        `{"engine_dead":true} x`,
+		"truncated":               `{"engine_dead":tr`,
+		"unquoted keys":           `{engine_dead: true}`,
+	}
+	for name, doc := range bad {
+		t.Run(name, func(t *testing.T) {
+			_, err := ParseFaults([]byte(doc))
+			assert.ErrorIs(t, err, ErrInvalidFaults)
+		})
+	}
+	good := map[string]Faults{
+		"\n\t{\"engine_dead\":true}\n":      {EngineDead: true},
+		`{"kv_blocks":4,"slow_start":"1s"}`: {KVBlocks: 4, SlowStart: Duration(time.Second)},
+		"engine_dead: yes\n":                {EngineDead: true}, // YAML 1.1, as yaml.v3 reads it
+		"engine_dead: true\nkv_blocks: 4":   {EngineDead: true, KVBlocks: 4},
+	}
+	for doc, want := range good {
+		f, err := ParseFaults([]byte(doc))
+		require.NoError(t, err, "%q", doc)
+		assert.Equal(t, want, f, "%q", doc)
+	}
+	_, err := ParseFaults([]byte(`{"engine_dead":"` + strings.Repeat("y", 1000) + `"}`))
+	require.ErrorIs(t, err, ErrInvalidFaults)
+	assert.Less(t, len(err.Error()), 400, "the error quotes the input boundedly")
+}
+
 func TestNormalizeDisablesZeroChunk(t *testing.T) {
 	f, err := Faults{Truncate: StreamFault{Rate: 0.5}}.Normalize()
 	require.NoError(t, err)
@@ -136,6 +173,8 @@ func FuzzParseFaults(f *testing.F) {
 	f.Add([]byte("metrics:\n  mode: missing\n  missing: [vllm:num_requests_running]\n"))
 	f.Add([]byte("slow_start: 2s\nkv_blocks: 4\n"))
 	f.Add([]byte("&a [*a]"))
+	f.Add([]byte(`{"engine_dead":"yes"}`))
+	f.Add([]byte(`{"engine_dead":true} x`))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		faults, err := ParseFaults(data)
 		if err != nil {

@@ -184,6 +184,11 @@ func (st *streamState) emit(p progress) error {
 		st.started = true
 	}
 	vis := visibleTokens(p)
+	if vis <= st.sentText && !p.finished {
+		// Only EOS is new: it has no text, and vLLM sends it in the finish
+		// chunk, not in an empty delta of its own.
+		return nil
+	}
 	st.text = appendTokens(st.text[:0], st.sentText, vis)
 	if err := st.r.delta(st.sw, string(st.text), p); err != nil {
 		return err
