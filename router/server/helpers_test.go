@@ -5,10 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -262,4 +264,42 @@ func (r *router) admin(t *testing.T, body string) (int, string) {
 func readFile(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	return string(b), err
+}
+
+// serving is a router running Serve on a real listener, as in production.
+type serving struct {
+	srv  *server.Server
+	addr string
+	stop func() error // cancels Serve's context (SIGTERM) and returns what Serve returned
+}
+
+func serveReal(t *testing.T, yaml string) serving {
+	t.Helper()
+	cfg, err := config.Parse([]byte(yaml), env)
+	require.NoError(t, err)
+	srv, err := server.New(cfg, server.Options{})
+	require.NoError(t, err)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	var once sync.Once
+	var result error
+	stop := func() error {
+		once.Do(func() { cancel(); result = <-served })
+		return result
+	}
+	t.Cleanup(func() { _ = stop() })
+	return serving{srv: srv, addr: ln.Addr().String(), stop: stop}
+}
+
+// postStream starts a streaming chat request against a served router.
+func postStream(t *testing.T, addr string, maxTokens int) *http.Response {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(chatBody(maxTokens, true)))
+	req.Header.Set("Authorization", "Bearer "+callerToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	return resp
 }

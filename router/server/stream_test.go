@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"bufio"
-	"context"
 	"net"
 	"net/http"
 	"strings"
@@ -10,9 +9,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/server"
 )
 
 // The router relays SSE event by event: the caller holds the first content chunk while the member is
@@ -55,31 +51,21 @@ func TestGracefulShutdownLetsInFlightFinish(t *testing.T) {
 	slow(t, ms[0], 20)
 	slow(t, ms[1], 20)
 	sink := t.TempDir() + "/decisions.jsonl"
-	cfg, err := config.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2,
-		extra: "decision_log:\n  jsonl_path: " + sink + "\n"})), env)
-	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
+	sv := serveReal(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2,
+		extra: "decision_log:\n  jsonl_path: " + sink + "\n"}))
 
-	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(chatBody(16, true)))
-	req.Header.Set("Authorization", "Bearer "+callerToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	stop() // SIGTERM arrives while the stream is in flight
+	resp := postStream(t, sv.addr, 16)
+	served := make(chan error, 1)
+	go func() { served <- sv.stop() }() // SIGTERM arrives while the stream is in flight
 	events := readEvents(t, resp.Body)
 	resp.Body.Close()
 	require.NotEmpty(t, events)
 	assert.Equal(t, "[DONE]", events[len(events)-1], "the in-flight stream completed")
 	require.NoError(t, <-served)
 
-	_, err = net.Dial("tcp", ln.Addr().String())
+	_, err := net.Dial("tcp", sv.addr)
 	assert.Error(t, err, "the listener is closed after shutdown")
-	ta, _ := srv.Admission().Tier("replicas")
+	ta, _ := sv.srv.Admission().Tier("replicas")
 	assertSettled(t, ta.Snapshot())
 	data, err := readFile(sink)
 	require.NoError(t, err)
@@ -94,30 +80,17 @@ func TestShutdownAfterGraceKeepsEveryRecord(t *testing.T) {
 	slow(t, ms[0], 1000)
 	slow(t, ms[1], 1000)
 	sink := t.TempDir() + "/decisions.jsonl"
-	cfg, err := config.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2,
-		extra: "shutdown_grace: 0s\ndecision_log:\n  jsonl_path: " + sink + "\n"})), env)
-	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-
-	req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions", strings.NewReader(chatBody(64, true)))
-	req.Header.Set("Authorization", "Bearer "+callerToken)
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
+	sv := serveReal(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2,
+		extra: "shutdown_grace: 0s\ndecision_log:\n  jsonl_path: " + sink + "\n"}))
+	resp := postStream(t, sv.addr, 64)
 	defer resp.Body.Close()
-	stop() // the stream would take seconds; the grace is zero
-	<-served
+	_ = sv.stop() // the stream would take seconds; the grace is zero
 
-	ta, _ := srv.Admission().Tier("replicas")
+	ta, _ := sv.srv.Admission().Tier("replicas")
 	assertSettled(t, ta.Snapshot())
 	assert.EqualValues(t, 1, ta.Snapshot().Acquired)
 	data, err := readFile(sink)
 	require.NoError(t, err)
 	assert.Equal(t, 1, strings.Count(data, "\n"), "the cut request's record reached the sink")
-	assert.Equal(t, uint64(0), srv.Decisions().Stats().SinkAfterClose)
+	assert.Equal(t, uint64(0), sv.srv.Decisions().Stats().SinkAfterClose)
 }

@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
@@ -19,9 +18,6 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/server"
 )
 
 // selfSigned writes a loopback certificate and key and returns their paths and a pool trusting it.
@@ -53,29 +49,17 @@ func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
 func TestServesTLSFromCertificateFiles(t *testing.T) {
 	certPath, keyPath, pool := selfSigned(t)
 	ms := startMembers(t, 2)
-	yaml := replicaYAML(ms, tierOpts{extra: "tls:\n  cert_file: " + certPath + "\n  key_file: " + keyPath + "\n"})
-	cfg, err := config.Parse([]byte(yaml), env)
-	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
-	require.NoError(t, err)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	ctx, stop := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx, ln) }()
-	defer func() {
-		stop()
-		require.NoError(t, <-served)
-	}()
+	sv := serveReal(t, replicaYAML(ms, tierOpts{extra: "tls:\n  cert_file: " + certPath + "\n  key_file: " + keyPath + "\n"}))
+	defer func() { require.NoError(t, sv.stop()) }()
 
 	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}}
-	resp, err := client.Get("https://" + ln.Addr().String() + "/healthz")
+	resp, err := client.Get("https://" + sv.addr + "/healthz")
 	require.NoError(t, err)
 	resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.NotNil(t, resp.TLS)
 
-	plain, err := http.Get("http://" + ln.Addr().String() + "/healthz")
+	plain, err := http.Get("http://" + sv.addr + "/healthz")
 	require.NoError(t, err)
 	plain.Body.Close()
 	assert.Equal(t, http.StatusBadRequest, plain.StatusCode, "plain HTTP on the TLS port is refused")
