@@ -13,7 +13,10 @@ type Streams struct {
 	Arrivals *rand.Rand // open-loop inter-arrival gaps
 	Lengths  *rand.Rand // prompt and output lengths, streaming
 	Faults   *rand.Rand // per-request fault and cancellation rolls
-	Jitter   *rand.Rand // scrape latency jitter, engine jitter seeds
+	Jitter   *rand.Rand // scrape latency jitter
+	// Engines seeds the members' engines (their step-time jitter). It has its own stream so that
+	// adding a member, or an engine revival, never shifts the scrape jitter.
+	Engines *rand.Rand
 }
 
 // Stream salts: fixed constants, so a stream's sequence depends only on the seed and its name.
@@ -22,34 +25,53 @@ const (
 	saltLengths  = 0x6c656e6774687300 // "lengths"
 	saltFaults   = 0x6661756c74730000 // "faults"
 	saltJitter   = 0x6a69747465720000 // "jitter"
+	saltEngines  = 0x656e67696e657300 // "engines"
 )
 
-// NewStreams derives the four streams from seed.
+// NewStreams derives the five streams from seed.
 func NewStreams(seed uint64) Streams {
 	return Streams{
 		Arrivals: rand.New(rand.NewPCG(seed, saltArrivals)),
 		Lengths:  rand.New(rand.NewPCG(seed, saltLengths)),
 		Faults:   rand.New(rand.NewPCG(seed, saltFaults)),
 		Jitter:   rand.New(rand.NewPCG(seed, saltJitter)),
+		Engines:  rand.New(rand.NewPCG(seed, saltEngines)),
 	}
 }
 
 // Sample draws one token count.
+//
+// Every product that meets an addition in this file is wrapped in an explicit float64
+// conversion: the Go spec lets a compiler fuse x*y+z into one FMA instruction (arm64, ppc64le,
+// s390x and amd64 at GOAMD64=v3 do), which rounds once instead of twice and changes the last bit.
+// An explicit conversion forces the rounding, so this file's arithmetic gives the same bits on
+// every architecture. (The standard library's NormFloat64, ExpFloat64 and math functions carry
+// no such promise; their last bits can still differ between architectures.)
 func (d Dist) Sample(r *rand.Rand) int {
-	var v float64
-	switch d.Dist {
-	case DistConstant:
+	if d.Dist == DistConstant {
 		return int(d.Value)
-	case DistUniform:
+	}
+	if d.Dist == DistUniform {
 		lo, hi := int64(d.Min), int64(d.Max)
 		return int(lo + r.Int64N(hi-lo+1))
-	case DistLognormal:
-		v = math.Exp(math.Log(d.Median) + d.Sigma*r.NormFloat64())
-	case DistNormal:
-		v = d.Mean + d.StdDev*r.NormFloat64()
 	}
-	return int(math.Round(math.Min(math.Max(v, d.Min), d.Max)))
+	return int(math.Round(math.Min(math.Max(d.draw(r), d.Min), d.Max)))
 }
+
+// draw is the unclamped real-valued draw of the lognormal and normal distributions.
+func (d Dist) draw(r *rand.Rand) float64 {
+	z := r.NormFloat64()
+	if d.Dist == DistLognormal {
+		return math.Exp(d.logExponent(z))
+	}
+	return d.normal(z)
+}
+
+// logExponent is the lognormal's log-space value for the standard normal variate z.
+func (d Dist) logExponent(z float64) float64 { return math.Log(d.Median) + float64(d.Sigma*z) }
+
+// normal is the normal distribution's value for the standard normal variate z.
+func (d Dist) normal(z float64) float64 { return d.Mean + float64(d.StdDev*z) }
 
 // Expected is the distribution's mean before clamping (exact for constant and uniform).
 func (d Dist) Expected() float64 {
@@ -80,7 +102,8 @@ func (o Open) Gap(r *rand.Rand) time.Duration {
 }
 
 // gamma draws Gamma(k, 1) by Marsaglia and Tsang's method; k < 1 uses the boost
-// Gamma(k) = Gamma(k+1) * U^(1/k).
+// Gamma(k) = Gamma(k+1) * U^(1/k). Products feeding additions are converted explicitly, as in
+// Dist.Sample, so no architecture fuses them into an FMA and the accept test decides alike.
 func gamma(r *rand.Rand, k float64) float64 {
 	if k < 1 {
 		u := r.Float64()
@@ -93,16 +116,28 @@ func gamma(r *rand.Rand, k float64) float64 {
 	c := 1 / math.Sqrt(9*d)
 	for {
 		x := r.NormFloat64()
-		v := 1 + c*x
+		v := gammaCube(c, x)
 		if v <= 0 {
 			continue
 		}
-		v = v * v * v
-		u := r.Float64()
-		if u < 1-0.0331*x*x*x*x || math.Log(u) < 0.5*x*x+d*(1-v+math.Log(v)) {
+		if gammaAccept(d, x, v, r.Float64()) {
 			return d * v
 		}
 	}
+}
+
+// gammaCube is Marsaglia and Tsang's v = (1 + c*x)^3, or a non-positive value to reject.
+func gammaCube(c, x float64) float64 {
+	v := 1 + float64(c*x)
+	if v <= 0 {
+		return v
+	}
+	return v * v * v
+}
+
+// gammaAccept is Marsaglia and Tsang's squeeze and acceptance test for the cube v and uniform u.
+func gammaAccept(d, x, v, u float64) bool {
+	return u < 1-float64(0.0331*x*x*x*x) || math.Log(u) < float64(0.5*x*x)+float64(d*(1-v+math.Log(v)))
 }
 
 // Shape is one request as the workload generator made it: what the client asks for and the fault

@@ -3,6 +3,7 @@ package scenarios
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -25,9 +26,17 @@ func TestStreamsAreSeededAndIndependent(t *testing.T) {
 		assert.Equal(t, c.Lengths.Uint64(), d.Lengths.Uint64())
 		assert.Equal(t, c.Jitter.Uint64(), d.Jitter.Uint64())
 	}
+	// Engine seeds have their own stream: drawing them never shifts the scrape jitter.
+	f, g := NewStreams(42), NewStreams(42)
+	for range 16 {
+		f.Engines.Uint64()
+	}
+	assert.Equal(t, g.Jitter.Uint64(), f.Jitter.Uint64())
 	// Streams of one seed differ from each other, and seeds differ.
 	e := NewStreams(42)
-	assert.NotEqual(t, e.Arrivals.Uint64(), e.Lengths.Uint64())
+	first := []uint64{e.Arrivals.Uint64(), e.Lengths.Uint64(), e.Faults.Uint64(), e.Jitter.Uint64(), e.Engines.Uint64()}
+	slices.Sort(first)
+	assert.Len(t, slices.Compact(first), 5, "five distinct streams")
 	assert.NotEqual(t, NewStreams(1).Arrivals.Uint64(), NewStreams(2).Arrivals.Uint64())
 }
 

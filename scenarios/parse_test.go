@@ -129,6 +129,14 @@ func TestParseErrors(t *testing.T) {
 		{"gate run", minimal + "expect: [{metric: tier.requests, run: round_robin, op: '==', value: 1}]\n", "expect[0].run", "names no run"},
 		{"gate vs itself", minimal + "expect: [{metric: tier.requests, vs: capacity, op: '==', value: 1}]\n", "expect[0].vs", "another run"},
 		{"duplicate strategy", minimal + "strategies: [capacity, capacity]\n", "strategies[1]", "duplicate strategy"},
+		{"negative first byte timeout", minimal + "upstream: {first_byte_timeout: -1s}\n", "upstream.first_byte_timeout", "router default"},
+		{"timeout too long", minimal + "upstream: {timeout: 25h}\n", "upstream.timeout", "to 24h"},
+		{"open loop too much work", strings.Replace(strings.Replace(minimal, "closed: {clients: 2}", "open: {process: poisson, rate: 1000}", 1),
+			"duration: 10s", "duration: 14h", 1), "workload", "more than 50000000 requests"},
+		{"closed loop too much work", strings.Replace(strings.Replace(minimal, "clients: 2", "clients: 100000, backoff: 1ms", 1),
+			"duration: 10s", "duration: 1h", 1), "workload", "more than 50000000 requests"},
+		{"closed loop too much work on a fast engine", strings.Replace(strings.Replace(minimal, "clients: 2", "clients: 20000, think: 1us, backoff: 1h", 1),
+			"duration: 10s", "duration: 24h", 1) + "events: [{at: 0s, action: slow, member: a, factor: 0.001}]\n", "workload", "more than 50000000 requests"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -209,4 +217,27 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+func TestExpectedWork(t *testing.T) {
+	sc, err := Parse([]byte(strings.Replace(strings.Replace(minimal, "closed: {clients: 2}", "open: {process: poisson, rate: 1000}", 1),
+		"duration: 10s", "duration: 13h", 1)))
+	require.NoError(t, err, "46.8 million requests are within the bound")
+	assert.Equal(t, 1000*13*3600.0, sc.ExpectedWork())
+
+	sc, err = Parse([]byte(strings.Replace(minimal, "clients: 2", "clients: 10, think: 1s, backoff: 2s", 1)))
+	require.NoError(t, err)
+	// The shortest cycle is a success: 1 s of thinking plus one 5.75 ms step of the default profile.
+	assert.InDelta(t, 10*10/1.00575, sc.ExpectedWork(), 1e-9)
+	sc.Workload.Closed.Backoff = 100 * time.Millisecond
+	assert.InDelta(t, 10*10/0.1, sc.ExpectedWork(), 1e-9, "or a refusal's backoff, when shorter")
+}
+
+func TestUpstreamTimeouts(t *testing.T) {
+	sc, err := Parse([]byte(minimal + "upstream: {first_byte_timeout: 3s, timeout: 15s}\n"))
+	require.NoError(t, err)
+	assert.Equal(t, Upstream{FirstByteTimeout: 3 * time.Second, Timeout: 15 * time.Second}, sc.Upstream)
+	sc, err = Parse([]byte(minimal))
+	require.NoError(t, err)
+	assert.Equal(t, Upstream{}, sc.Upstream, "zero keeps the router's defaults")
 }

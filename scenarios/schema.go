@@ -15,6 +15,7 @@ type Scenario struct {
 	// Default: the tier's own strategy only.
 	Strategies []string  `yaml:"strategies"`
 	Tier       Tier      `yaml:"tier"`
+	Upstream   Upstream  `yaml:"upstream"`
 	Workload   Workload  `yaml:"workload"`
 	Telemetry  Telemetry `yaml:"telemetry"`
 	Events     []Event   `yaml:"events"`
@@ -44,6 +45,15 @@ type Tier struct {
 type Gates struct {
 	MaxContextTokens int64 `yaml:"max_context_tokens"`
 	MaxOutputTokens  int64 `yaml:"max_output_tokens"`
+}
+
+// Upstream are the router's upstream timeouts, rendered into the router configuration's upstream
+// section; zero keeps the router's default (first byte 2m, whole attempt 10m). The router's own
+// bounds apply (1s-1h and 1s-24h, first byte not above the whole): the real config loader checks
+// them when the scenario is loaded.
+type Upstream struct {
+	FirstByteTimeout time.Duration `yaml:"first_byte_timeout"` // until the first response byte
+	Timeout          time.Duration `yaml:"timeout"`            // the whole attempt, streaming included
 }
 
 // Member is one virtual vLLM replica.

@@ -24,7 +24,11 @@ const (
 	MaxStrategies   = 2
 	MaxScrapeJitter = time.Minute
 	MaxStepScale    = engine.MaxStepScale
-	maxText         = 4096
+	MaxUpstream     = 24 * time.Hour
+	// MaxRequests bounds a run's total work: the requests an open loop sends (rate x duration) or
+	// the most a closed loop can send (clients x duration / its shortest request cycle).
+	MaxRequests = 50_000_000
+	maxText     = 4096
 )
 
 // Defaults applied by Parse.
@@ -70,8 +74,8 @@ func (s *Scenario) validate() error {
 	if s.Duration < MinDuration || s.Duration > MaxDuration {
 		return invalid("duration", "is required: 1s to 24h")
 	}
-	steps := []func() error{s.Tier.validate, s.validateStrategies, s.validateWorkload, s.validateTelemetry,
-		s.validateEvents, s.validateSLO, s.validateGates}
+	steps := []func() error{s.Tier.validate, s.validateStrategies, s.validateUpstream, s.validateWorkload,
+		s.validateTelemetry, s.validateEvents, s.validateSLO, s.validateGates, s.validateWork}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -239,6 +243,19 @@ func (s *Scenario) window(path string, from time.Duration, until *time.Duration)
 	}
 	if *until <= from || *until > s.Duration {
 		return invalid(path+".until", "must be after from and within the run")
+	}
+	return nil
+}
+
+// validateUpstream checks only what the schema owns; the router's own bounds (and the relation
+// between the two timeouts) are the router config loader's, which checks them at load time.
+func (s *Scenario) validateUpstream() error {
+	u := s.Upstream
+	if u.FirstByteTimeout < 0 || u.FirstByteTimeout > MaxUpstream {
+		return invalid("upstream.first_byte_timeout", "must be from 0 (router default) to 24h")
+	}
+	if u.Timeout < 0 || u.Timeout > MaxUpstream {
+		return invalid("upstream.timeout", "must be from 0 (router default) to 24h")
 	}
 	return nil
 }

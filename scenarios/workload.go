@@ -5,6 +5,8 @@ import (
 	"math"
 	"slices"
 	"time"
+
+	"github.com/anvil-llm/anvil/fakevllm/profile"
 )
 
 func (s *Scenario) validateWorkload() error {
@@ -46,6 +48,51 @@ func (s *Scenario) validateWorkload() error {
 }
 
 func share(v float64) bool { return v >= 0 && v <= 1 }
+
+// validateWork bounds the run's total work at MaxRequests, so a typo in a rate or a client count
+// is refused at load time instead of running for hours or exhausting memory.
+func (s *Scenario) validateWork() error {
+	if s.ExpectedWork() > MaxRequests {
+		return invalidf("workload", "would send more than %d requests (rate x duration, or clients x duration / shortest request cycle): shorten the run or lower the load", MaxRequests)
+	}
+	return nil
+}
+
+// ExpectedWork is an upper estimate of the requests the run sends. An open loop sends rate x
+// duration. A closed-loop client sends at most one request per cycle, and a cycle lasts at least
+// the backoff (a refused or failed request) or the think time plus one engine step (a success
+// needs at least one step), whichever is shorter.
+func (s *Scenario) ExpectedWork() float64 {
+	d := s.Duration.Seconds()
+	if o := s.Workload.Open; o != nil {
+		return o.Rate * d
+	}
+	c := s.Workload.Closed
+	cycle := min(c.Backoff, c.Think+s.shortestStep())
+	return float64(c.Clients) * d / max(cycle.Seconds(), 1e-9)
+}
+
+// shortestStep is a lower bound of any member's engine step: its base step time under the
+// smallest scale it can run at (its step_scale times the smallest slow factor applied to it),
+// with the profile's jitter at its fastest. It is at least one nanosecond, the engine's own floor.
+func (s *Scenario) shortestStep() time.Duration {
+	shortest := time.Duration(math.MaxInt64)
+	for _, m := range s.Tier.Members {
+		p, err := profile.Lookup(m.Profile)
+		if err != nil {
+			return time.Nanosecond // unreachable after Tier.validate
+		}
+		slow := 1.0
+		for _, e := range s.Events {
+			if e.Action == ActionSlow && e.Member == m.ID {
+				slow = min(slow, e.Factor)
+			}
+		}
+		step := p.StepBase.Seconds() * m.StepScale * slow * max(1-p.Jitter, 0)
+		shortest = min(shortest, time.Duration(step*float64(time.Second)))
+	}
+	return max(shortest, time.Nanosecond)
+}
 
 func (c *Closed) validate() error {
 	if c.Clients < 1 || c.Clients > MaxClients {

@@ -77,11 +77,67 @@ func (w *world) notAdmitted(err error) {
 	}
 }
 
-// auditDecision checks and classifies a capacity lease's evidence: the rows must be in the
-// documented score order (local ratio by cross-product, upstream unknown after fresh, pressure
-// ppm, rotating rank) with the selected member first, every row a configured member whose
-// denominator is its configured ceiling and whose numerator is below it, and every unknown flag
-// matching its freshness.
+// memberView is the sim's own book on one member at a selection, kept independently of admission
+// and of the pressure cache: the evidence must agree with it.
+type memberView struct {
+	ceiling   int64
+	active    int64 // leases the sim holds on the member
+	eligible  bool  // ready, not quiesced, below its ceiling
+	freshness scheduler.Freshness
+	ppm       int64 // expected pressure when fresh
+}
+
+// evidenceCheck counts what one decision's evidence got wrong.
+type evidenceCheck struct {
+	order    uint64 // rows out of the documented order, or not a well-formed selection
+	evidence uint64 // rows (or missing rows) that disagree with the sim's books
+}
+
+// checkEvidence audits a capacity decision against the sim's books, member by member (views is in
+// configured order, index maps a member ID to it). Order: the selected member first and equal to
+// the lease's, every row a configured member whose denominator is its ceiling and whose numerator
+// is below it, unknown flags matching freshness, rows in the documented score order. Evidence:
+// every row's numerator equal to the leases the sim holds, exactly the eligible members present,
+// and each row's freshness and ppm what the sample the pressure cache holds implies.
+func checkEvidence(d scheduler.Decision, leaseMember string, views []memberView, index func(string) (int, bool)) evidenceCheck {
+	var c evidenceCheck
+	n := d.EligibleCount() // rows read in place with d.Score: Scores would copy them
+	sel, hasSel := d.SelectedMemberID()
+	if n == 0 || !hasSel || d.Score(0).MemberID() != sel || d.Reason() != scheduler.ReasonSelected ||
+		leaseMember != sel {
+		c.order++
+		return c
+	}
+	eligible := 0
+	for _, v := range views {
+		if v.eligible {
+			eligible++
+		}
+	}
+	if n != eligible {
+		c.evidence++
+	}
+	for i := range n {
+		r := d.Score(i)
+		_, hasPPM := r.UpstreamPressurePPM()
+		mi, member := index(r.MemberID())
+		if !member || r.LocalCapacity() != views[mi].ceiling || r.LocalActive() >= r.LocalCapacity() ||
+			r.UpstreamUnknown() != (r.Freshness() != scheduler.FreshnessFresh) ||
+			hasPPM == r.UpstreamUnknown() || i > 0 && !scoreLess(d.Score(i-1), r) {
+			c.order++
+			continue
+		}
+		v := views[mi]
+		if r.LocalActive() != v.active || !v.eligible || r.Freshness() != v.freshness ||
+			v.freshness == scheduler.FreshnessFresh && ppm(r) != v.ppm {
+			c.evidence++
+		}
+	}
+	return c
+}
+
+// auditDecision checks and classifies a capacity lease's evidence. It runs right after admission
+// and before the sim books the new lease, so the sim's counts are the ones admission ranked.
 func (w *world) auditDecision(lease *admission.Lease) {
 	d, ok := lease.Decision()
 	if !ok {
@@ -91,24 +147,37 @@ func (w *world) auditDecision(lease *admission.Lease) {
 	st.Capacity++
 	rows := d.Scores()
 	st.EligibleSizes[min(len(rows), scheduler.MaxMembers)]++
-	sel, hasSel := d.SelectedMemberID()
-	if len(rows) == 0 || !hasSel || rows[0].MemberID() != sel || d.Reason() != scheduler.ReasonSelected ||
-		lease.Member() != sel {
-		w.res.Invariants.OrderViolations++
+	for i := range w.views {
+		w.views[i] = w.view(i)
+	}
+	c := checkEvidence(d, lease.Member(), w.views, w.index)
+	w.res.Invariants.OrderViolations += c.order
+	w.res.Invariants.EvidenceViolations += c.evidence
+	if len(rows) == 0 {
 		return
 	}
-	for i, r := range rows {
+	for _, r := range rows {
 		st.RowFreshness[r.Freshness()]++
-		_, hasPPM := r.UpstreamPressurePPM()
-		mi, member := w.byID[r.MemberID()]
-		if !member || r.LocalCapacity() != w.members[mi].ceiling || r.LocalActive() >= r.LocalCapacity() ||
-			r.UpstreamUnknown() != (r.Freshness() != scheduler.FreshnessFresh) ||
-			hasPPM == r.UpstreamUnknown() || i > 0 && !scoreLess(rows[i-1], r) {
-			w.res.Invariants.OrderViolations++
-		}
 	}
 	st.SelectedFreshness[rows[0].Freshness()]++
 	w.classify(rows)
+}
+
+// index maps a member ID to its configured position.
+func (w *world) index(id string) (int, bool) {
+	i, ok := w.byID[id]
+	return i, ok
+}
+
+// view is member i as the sim's own books see it now.
+func (w *world) view(i int) memberView {
+	m := w.members[i]
+	v := memberView{ceiling: m.ceiling, active: w.acct.active[i]}
+	v.eligible = w.ready.ready[i] && !w.intent.members[i] && !w.intent.tier && v.active < m.ceiling
+	if w.press != nil {
+		v.freshness, v.ppm = w.press.expected(i, w.now)
+	}
+	return v
 }
 
 // classify records which component decided between the winner and the runner-up, and the spec's

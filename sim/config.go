@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -22,10 +23,23 @@ const firstPort = 20000
 // The router configuration schema, as far as the sim writes it. Marshalling through yaml.v3 quotes
 // every value correctly, whatever the scenario's served model name holds.
 type routerDoc struct {
+	Upstream    *routerUpstream   `yaml:"upstream,omitempty"`
 	DecisionLog routerDecisionLog `yaml:"decision_log"`
 	Aliases     []routerAlias     `yaml:"aliases"`
 	Tiers       []routerTier      `yaml:"tiers"`
 }
+
+// routerUpstream holds duration strings ("2m0s"), the form the router config documents.
+type routerUpstream struct {
+	ConnectTimeout   string `yaml:"connect_timeout,omitempty"`
+	FirstByteTimeout string `yaml:"first_byte_timeout,omitempty"`
+	Timeout          string `yaml:"timeout,omitempty"`
+}
+
+// defaultConnectTimeout is the router's default upstream connect timeout. The config refuses a
+// connect timeout above the first-byte timeout, and the sim models no connect phase, so a scenario
+// with a shorter first-byte timeout gets that as its connect timeout too.
+const defaultConnectTimeout = 5 * time.Second
 
 type routerDecisionLog struct {
 	RingSize int `yaml:"ring_size"`
@@ -77,11 +91,30 @@ func RouterConfig(sc *scenarios.Scenario, strategy string, ringSize int) ([]byte
 		})
 	}
 	doc := routerDoc{
+		Upstream:    upstream(sc.Upstream),
 		DecisionLog: routerDecisionLog{RingSize: ringSize},
 		Aliases:     []routerAlias{{ID: t.Alias, Tier: t.ID}},
 		Tiers:       []routerTier{rt},
 	}
 	return yaml.Marshal(doc)
+}
+
+// upstream renders the scenario's upstream timeouts; nil keeps every router default.
+func upstream(u scenarios.Upstream) *routerUpstream {
+	if u.FirstByteTimeout == 0 && u.Timeout == 0 {
+		return nil
+	}
+	out := &routerUpstream{}
+	if fb := u.FirstByteTimeout; fb > 0 {
+		out.FirstByteTimeout = fb.String()
+		if fb < defaultConnectTimeout {
+			out.ConnectTimeout = fb.String()
+		}
+	}
+	if u.Timeout > 0 {
+		out.Timeout = u.Timeout.String()
+	}
+	return out
 }
 
 // parseRouterConfig renders and validates the router configuration with the real loader.

@@ -4,9 +4,12 @@
 // Every request walks the server's path: a real chat-completion body parsed by routing.ParseRequest,
 // the tier resolved and gated by routing.Router.Resolve, one lease taken by routing.Router.Admit
 // (real admission, real scheduler.Rank, the real pressure cache core for capacity tiers), exactly
-// one dispatch to the chosen member's fakevllm engine, one lease release on whatever terminal path,
-// and one decisionlog record. The tier comes from a real router configuration rendered from the
-// scenario and validated by config.Parse. Members are fakevllm/engine instances stepped on the
+// one dispatch to the chosen member's fakevllm engine under the router's upstream first-byte and
+// overall timers, one lease release on whatever terminal path, classified as the relay classifies
+// it (Classify, pinned against router/relay by the module root's simrelay_test.go), and one
+// decisionlog record, checked against the configured membership as the server's log does. The
+// tier comes from a real router configuration rendered from the scenario and validated by
+// config.Parse; Check builds all of it without running, so a bad scenario fails before any run. Members are fakevllm/engine instances stepped on the
 // virtual clock; the pressure core is driven by two virtual workers whose scrapes read an engine's
 // metrics view after a modeled latency.
 //
@@ -15,10 +18,18 @@
 // path; nothing reads the wall clock, starts a goroutine or does I/O (except writing decision
 // records to an optional sink). The same scenario and seed give the same Result.
 //
-// Reading guide: sim.go (Run, Options, wiring the real router pieces), config.go (the rendered
-// router config), loop.go (event kinds, priorities, the loop), requests.go (one request's walk and
-// its terminal paths), parse.go (the memoized real request parser), members.go (engines on virtual
-// time, kill and revive), telemetry.go (readiness and the pressure core's two virtual workers),
-// ops.go (timed operator actions, drains), audit.go (the T012 invariants and decision evidence
-// checks), series.go (lease accounting and timelines), result.go (what a run returns).
+// The sim checks the router rather than trusting it: every lease change is audited against its own
+// lease books; every capacity decision's evidence against its own view of each member (held
+// leases, eligibility, and the freshness and ppm implied by the sample the pressure cache holds);
+// and the one-attempt boundary on the member side, where each member records the request IDs it
+// receives, reconciled against admission at the end.
+//
+// Reading guide: sim.go (Run, Check, Options, wiring the real router pieces), config.go (the
+// rendered router config), loop.go (event kinds, priorities, the loop), requests.go (one request's
+// walk and its terminal paths), classify.go (the relay's outcome rules), timeouts.go (the upstream
+// timers), parse.go (the memoized real request parser), members.go (engines on virtual time, kill
+// and revive, what each member received), telemetry.go (readiness and the pressure core's two
+// virtual workers), ops.go (timed operator actions, drains), audit.go (the T012 invariants and
+// decision evidence checks), dispatches.go (the member-side one-attempt reconciliation), series.go
+// (lease accounting and timelines), result.go (what a run returns).
 package sim

@@ -10,6 +10,7 @@ const (
 	evCut                     // a stream-close fault cuts request a
 	evCancel                  // the client of request a gives up
 	evUpstreamErr             // member answered request a with an HTTP error
+	evTimeout                 // the earliest live upstream timer of kind a expired
 	evAction                  // scenario event a
 	evProbe                   // readiness probe of every member
 	evScrapeDone              // worker a finished its scrape
@@ -95,6 +96,8 @@ func (w *world) dispatch(e ev) {
 		w.clientCancel(int(e.a))
 	case evUpstreamErr:
 		w.upstreamError(int(e.a))
+	case evTimeout:
+		w.fireTimers(int(e.a))
 	case evAction:
 		w.action(int(e.a))
 	case evProbe:
@@ -118,17 +121,23 @@ func (w *world) finish() *Result {
 	w.acct.close(w.now, r)
 	snap := w.adm.Snapshot()
 	r.Invariants.Acquired, r.Invariants.Released = snap.Acquired, snap.Released
-	r.Invariants.ReleaseMisuse += snap.ReleaseMisuse
+	r.Invariants.ReleaseMisuse = snap.ReleaseMisuse
 	r.Invariants.EndActive = snap.Active
 	for i, m := range w.members {
 		m.collect(&r.Members[i])
 	}
+	w.checkDispatches()
 	if w.press != nil {
 		w.press.core.Close()
 	}
 	_ = w.dlog.Close()
 	r.DecisionLog = w.dlog.Stats()
 	for _, d := range w.drains {
+		for _, id := range d.inflight {
+			if r.Requests[id].Outcome != OutcomeSuccess {
+				d.InFlightFailed++
+			}
+		}
 		r.Drains = append(r.Drains, d.Drain)
 	}
 	if w.opts.Progress != nil {

@@ -23,6 +23,8 @@ type member struct {
 	wakeAt   time.Duration
 	waking   bool             // a wake event is queued for wakeAt
 	inflight []int32          // request IDs in the engine, in dispatch order
+	received []int32          // every request ID that arrived at this member, in arrival order
+	refused  uint64           // arrivals refused because the engine was dead
 	dead     []engine.Metrics // metrics of killed engines, summed into the result
 	engines  int              // engines created (for distinct jitter seeds)
 	slow     float64          // the slow action's factor on top of the profile's step scale
@@ -41,7 +43,7 @@ func (w *world) buildMembers() error {
 			return err
 		}
 		m := &member{idx: i, id: sm.ID, ceiling: cm.MaxConcurrency, spec: sm, prof: p, slow: 1,
-			seedBase: w.streams.Jitter.Uint64()}
+			seedBase: w.streams.Engines.Uint64()}
 		if err := m.newEngine(0); err != nil {
 			return err
 		}
@@ -128,6 +130,10 @@ func (w *world) engineEvent(m *member, e *engine.Event) {
 	}
 }
 
+// receive is the member's own record of an arriving request: the member side of the one-attempt
+// boundary, reconciled against admission at the end of the run.
+func (m *member) receive(id int) { m.received = append(m.received, int32(id)) }
+
 // track adds request id to the member's in-flight list.
 func (m *member) track(w *world, id int) {
 	w.reqs[id].slot = int32(len(m.inflight))
@@ -153,8 +159,9 @@ func (w *world) kill(m *member) {
 	}
 	for len(m.inflight) > 0 {
 		id := int(m.inflight[len(m.inflight)-1])
-		outcome, status := w.cutOutcome(id)
-		w.settle(id, outcome, status)
+		r := &w.res.Requests[id]
+		outcome, status := Classify(EndCut, r.Stream, r.FirstToken >= 0, 0)
+		w.settle(id, outcome, status) // the engine is discarded below: nothing to abort in it
 	}
 	m.dead = append(m.dead, m.eng.Metrics())
 	m.alive = false
@@ -176,6 +183,7 @@ func (m *member) collect(r *MemberResult) {
 	if m.alive {
 		all = append(all, m.eng.Metrics())
 	}
+	r.Received, r.Refused = uint64(len(m.received)), m.refused
 	for i, mt := range all {
 		r.Preemptions += mt.Preemptions
 		r.GenerationTokens += mt.GenerationTokens

@@ -11,8 +11,9 @@ import (
 // drainWatch follows one drain until its scope has no active lease.
 type drainWatch struct {
 	Drain
-	member int // -1 for the tier
-	done   bool
+	member   int // -1 for the tier
+	done     bool
+	inflight []int32 // requests in flight in the scope when the drain started
 }
 
 // action applies scenario event i through admission's own transition methods (the admin API's
@@ -94,8 +95,27 @@ func (w *world) startDrain(mi int) {
 	} else {
 		d.ActiveAtStart = w.acct.tierActive
 	}
+	d.inflight = w.activeIn(mi)
 	w.drains = append(w.drains, d)
 	w.stepDrain(d, true)
+	if d.Refused {
+		d.inflight = nil // a refused drain waited for nothing
+	}
+}
+
+// activeIn lists the requests holding a lease on member mi (every member for -1). The scan starts
+// at the oldest request that may still be active, so it costs the in-flight window, not the run.
+func (w *world) activeIn(mi int) []int32 {
+	for w.oldest < len(w.reqs) && !w.reqs[w.oldest].active {
+		w.oldest++
+	}
+	var out []int32
+	for id := w.oldest; id < len(w.reqs); id++ {
+		if w.reqs[id].active && (mi < 0 || int(w.res.Requests[id].Member) == mi) {
+			out = append(out, int32(id))
+		}
+	}
+	return out
 }
 
 // checkDrains advances every unfinished drain after a lease change or an action.

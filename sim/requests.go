@@ -117,15 +117,18 @@ func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 	w.dispatch1(id, m, sh)
 }
 
-// dispatch1 is the one upstream attempt: a dead member refuses the connection, an errors window
-// answers with an HTTP error, otherwise the engine runs the request. Nothing here ever picks a
-// second member.
+// dispatch1 is the one upstream attempt: the chosen member receives it (and records its ID), a
+// dead member refuses the connection, an errors window answers with an HTTP error, otherwise the
+// engine runs the request under the relay's two timers. Nothing here ever picks a second member.
 func (w *world) dispatch1(id int, m *member, sh scenarios.Shape) {
 	r := &w.res.Requests[id]
+	m.receive(id)
 	if !m.alive {
-		w.settle(id, OutcomeUpstreamTransportError, 502)
+		m.refused++
+		w.end(id, EndRefused)
 		return
 	}
+	w.startTimers(id)
 	if e := w.window(scenarios.ActionErrors, m.id, sh.ErrorRoll); e != nil {
 		r.Status = int16(e.Status)
 		w.push(w.now+errorLatency, prioRequest, ev{kind: evUpstreamErr, a: int32(id)})
@@ -134,7 +137,8 @@ func (w *world) dispatch1(id int, m *member, sh scenarios.Shape) {
 	err := m.eng.Submit(w.at(w.now), engine.Request{ID: uint64(id), PromptTokens: sh.Prompt, MaxTokens: sh.Output})
 	if err != nil {
 		// vLLM refuses a request longer than max_model_len with HTTP 400 before generating.
-		w.settle(id, OutcomeUpstreamHTTPError, 400)
+		r.Status = 400
+		w.end(id, EndHTTPError)
 		return
 	}
 	m.track(w, id)
@@ -163,38 +167,30 @@ func (w *world) window(action, member string, roll float64) *scenarios.Event {
 	return nil
 }
 
-// cut ends a request whose stream the member closed early.
-func (w *world) cut(id int) {
-	if !w.reqs[id].active {
-		return
-	}
-	outcome, status := w.cutOutcome(id)
+// end finishes an active request the way the relay classifies its ending (see Classify): the
+// engine's work is aborted, the lease released once and the record written.
+func (w *world) end(id int, e Ending) {
+	r := &w.res.Requests[id]
+	outcome, status := Classify(e, r.Stream, r.FirstToken >= 0, int(r.Status))
 	w.abort(id, outcome, status)
 }
 
-// cutOutcome is how the relay classifies a connection lost mid-request: a stream that already
-// sent a token ends truncated after its 200; before the first event it is a 502; an ordinary
-// response has nothing written, so it is a transport error.
-func (w *world) cutOutcome(id int) (Outcome, int) {
-	r := &w.res.Requests[id]
-	switch {
-	case r.Stream && r.FirstToken >= 0:
-		return OutcomeStreamTruncated, 200
-	case r.Stream:
-		return OutcomeStreamTruncated, 502
+// cut ends a request whose connection the member closed early.
+func (w *world) cut(id int) {
+	if w.reqs[id].active {
+		w.end(id, EndCut)
 	}
-	return OutcomeUpstreamTransportError, 502
 }
 
 func (w *world) clientCancel(id int) {
 	if w.reqs[id].active {
-		w.abort(id, OutcomeClientCanceled, 499)
+		w.end(id, EndClientCancel)
 	}
 }
 
 func (w *world) upstreamError(id int) {
 	if w.reqs[id].active {
-		w.settle(id, OutcomeUpstreamHTTPError, int(w.res.Requests[id].Status))
+		w.end(id, EndHTTPError)
 	}
 }
 
@@ -219,9 +215,9 @@ func (w *world) settle(id int, outcome Outcome, status int) {
 	}
 	if rs.active {
 		rs.active = false
-		if !w.leases.get(rs.lease).Release() {
-			w.res.Invariants.ReleaseMisuse++
-		}
+		// A second release would be counted by admission itself (Snapshot.ReleaseMisuse), which
+		// is what the report reads.
+		w.leases.get(rs.lease).Release()
 		w.acct.change(w.now, int(r.Member), -1)
 		w.audit()
 		w.checkDrains()
@@ -280,7 +276,7 @@ func (w *world) inFlight() int64 { return w.acct.tierActive }
 func (w *world) abandonInFlight() {
 	for id := range w.reqs {
 		if w.reqs[id].active {
-			w.abort(id, OutcomeClientCanceled, 499)
+			w.end(id, EndClientCancel)
 		}
 	}
 }

@@ -42,9 +42,12 @@ type Request struct {
 	Output     int32         // tokens generated
 	Member     int8          // index into Result.Members, -1 when none was selected
 	Outcome    Outcome
-	Attempts   uint8 // upstream dispatches (0 or 1; a second one would be a peer invocation)
-	Stream     bool
-	Status     int16
+	// Attempts is what the router side records (the decision record's attempts): 1 once
+	// admitted. The member side counts what actually arrived (MemberResult.Received and
+	// Invariants.MemberDispatches), independently.
+	Attempts uint8
+	Stream   bool
+	Status   int16
 }
 
 // Outcome is a request's terminal class, decisionlog's spelling.
@@ -89,9 +92,14 @@ type MemberResult struct {
 	PeakActive        int64   // most leases held at once
 	ActiveSeconds     float64 // lease-seconds: integral of active leases over [0, Duration)
 	CeilingViolations uint64
-	Preemptions       uint64 // engine preemptions (all engine lifetimes)
-	GenerationTokens  uint64
-	QueueTime         engine.Histogram // vllm:request_queue_time_seconds, summed over engine lifetimes
+	// Received counts the requests that arrived at the member's endpoint, as the member itself
+	// records them by request ID: the engine took them, an error window answered them, or the
+	// dead process refused the connection (Refused counts those).
+	Received         uint64
+	Refused          uint64
+	Preemptions      uint64 // engine preemptions (all engine lifetimes)
+	GenerationTokens uint64
+	QueueTime        engine.Histogram // vllm:request_queue_time_seconds, summed over engine lifetimes
 
 	Scrapes [3]uint64 // completed scrapes by class: ok, failed, unknown
 }
@@ -103,12 +111,24 @@ type Invariants struct {
 	ReconcileViolations uint64 // tier active != sum of member active
 	ScopeViolations     uint64 // a quiesced scope admitted, or quiesce state != operator intent
 	OrderViolations     uint64 // capacity evidence out of the documented score order
-	ReleaseMisuse       uint64 // second releases (the sim's own count plus admission's)
-	Acquired, Released  uint64 // admission's counters at the end
-	EndActive           int64  // tier active at the end (0 once every request ended)
-	PeakTierActive      int64
-	TierActiveSeconds   float64 // lease-seconds over [0, Duration)
-	TierCeilingHits     uint64  // admissions refused because the tier was at its ceiling
+	// EvidenceViolations count evidence that disagrees with the sim's own books at selection: a
+	// local count other than the member's held leases, an eligible member missing from the rows
+	// (or an ineligible one present), or a freshness class or pressure ppm other than the sample
+	// the pressure cache holds implies.
+	EvidenceViolations uint64
+	ReleaseMisuse      uint64 // admission's own count of releases after the first
+	Acquired, Released uint64 // admission's counters at the end
+	// The one-attempt boundary, counted on the member side: every request ID each member
+	// received, reconciled against the router's admissions at the end of the run.
+	MemberDispatches  uint64 // arrivals at member endpoints, summed over members
+	Redispatched      uint64 // request IDs that arrived more than once (at one member or several)
+	Undispatched      uint64 // admitted requests that reached no member
+	Misrouted         uint64 // arrivals at a member other than the one admission chose
+	Phantom           uint64 // arrivals of requests that were never admitted
+	EndActive         int64  // tier active at the end (0 once every request ended)
+	PeakTierActive    int64
+	TierActiveSeconds float64 // lease-seconds over [0, Duration)
+	TierCeilingHits   uint64  // admissions refused because the tier was at its ceiling
 }
 
 // Decided-by classes: which score component separated the winner from the runner-up.
@@ -163,6 +183,9 @@ type Drain struct {
 	Aborted         bool  // readmitted before it completed
 	ActiveAtStart   int64 // leases the drain waited for
 	OthersActiveEnd int64 // leases outside the scope when it completed (member scope only)
+	// InFlightFailed counts the requests in flight in the scope when the drain started that did
+	// not end in success: a drain waits, it never cancels, so this stays 0 unless a fault hit.
+	InFlightFailed int64
 }
 
 // Action is one timed scenario event as applied.

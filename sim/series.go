@@ -64,13 +64,17 @@ func (a *leaseAccount) advance(now time.Duration) {
 			stop = min(stop, time.Duration(b+1)*a.bucket)
 		}
 		dt := (stop - a.last).Seconds()
+		// Each product is rounded before it is added (float64(...)): no FMA fusion, so the
+		// integrals have the same bits on every architecture.
 		for mi, n := range a.active {
-			a.sum[mi][b] += float64(n) * dt
-			a.integral[mi] += float64(n) * dt
+			ls := float64(float64(n) * dt)
+			a.sum[mi][b] += ls
+			a.integral[mi] += ls
 			a.peaks[mi][b] = max(a.peaks[mi][b], n)
 		}
-		a.tierSum[b] += float64(a.tierActive) * dt
-		a.tierInt += float64(a.tierActive) * dt
+		ts := float64(float64(a.tierActive) * dt)
+		a.tierSum[b] += ts
+		a.tierInt += ts
 		a.tierPeaks[b] = max(a.tierPeaks[b], a.tierActive)
 		a.last = stop
 	}

@@ -46,9 +46,19 @@ func Run(sc *scenarios.Scenario, opts Options) (*Result, error) {
 	if err != nil {
 		return nil, err
 	}
+	w.prepare()
 	w.start()
 	w.loop()
 	return w.finish(), nil
+}
+
+// Check builds everything a run under strategy would build from the scenario (the rendered router
+// configuration through the real loader, admission, routing, the pressure core, the decision log,
+// the members' engines) and runs nothing. A scenario that passes Check for a strategy is not
+// refused by Run; callers use it to refuse a bad scenario before any run starts.
+func Check(sc *scenarios.Scenario, strategy string) error {
+	_, err := newWorld(sc, Options{Strategy: strategy})
+	return err
 }
 
 // tailLimit bounds the virtual time in-flight requests get after the run's duration; what is
@@ -87,6 +97,9 @@ type world struct {
 	res      *Result
 	acct     leaseAccount
 	buf      []engine.Event
+	timers   [numTimers]deadlines
+	views    []memberView  // scratch for the evidence audit
+	oldest   int           // no request before this index is active (a lower bound, advanced lazily)
 	progress time.Duration // next virtual time to report progress at
 }
 
@@ -112,13 +125,20 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	if err := w.buildMembers(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
 	}
-	w.res = w.newResult()
-	w.acct = newLeaseAccount(len(w.members), sc.Duration)
-	w.intent.members = make([]bool, len(w.members))
-	w.parsed = newParseMemo(sc.Tier.Alias)
-	n := expectedRequests(sc)
-	w.reqs, w.res.Requests = make([]reqState, 0, n), make([]Request, 0, n)
+	up := cfg.Upstream()
+	w.timers[timerFirstByte].after, w.timers[timerOverall].after = up.FirstByteTimeout, up.Timeout
 	return w, nil
+}
+
+// prepare allocates what only a run needs.
+func (w *world) prepare() {
+	w.res = w.newResult()
+	w.acct = newLeaseAccount(len(w.members), w.sc.Duration)
+	w.intent.members = make([]bool, len(w.members))
+	w.views = make([]memberView, len(w.members))
+	w.parsed = newParseMemo(w.sc.Tier.Alias)
+	n := expectedRequests(w.sc)
+	w.reqs, w.res.Requests = make([]reqState, 0, n), make([]Request, 0, n)
 }
 
 // buildRouter wires the real admission, routing, pressure core and decision log from the config,
@@ -140,10 +160,17 @@ func (w *world) buildRouter() error {
 	if w.router, err = routing.New(w.cfg, set, &w.ready, source); err != nil {
 		return err
 	}
-	// Every record goes through Log.Add's own validation, which rebuilds the evidence through the
-	// scheduler's constructors. Evidence denominators and membership, which the server checks with
-	// WithMembership, are audited per decision by auditDecision instead, at a fraction of the cost.
-	if w.dlog, err = decisionlog.New(w.cfg.DecisionLog().RingSize, w.opts.Decisions); err != nil {
+	// As the server does: every record goes through Log.Add's validation, and capacity evidence
+	// is checked against the configured membership and ceilings before it is stored.
+	var opts []decisionlog.Option
+	if w.tier.Strategy == config.StrategyCapacity {
+		members := make(map[string]int64, len(w.tier.Members))
+		for _, m := range w.tier.Members {
+			members[m.ID] = m.MaxConcurrency
+		}
+		opts = append(opts, decisionlog.WithMembership(map[string]map[string]int64{w.tier.ID: members}))
+	}
+	if w.dlog, err = decisionlog.New(w.cfg.DecisionLog().RingSize, w.opts.Decisions, opts...); err != nil {
 		return err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -170,7 +197,7 @@ func (w *world) newResult() *Result {
 // of records by doubling costs more than the records themselves.
 func expectedRequests(sc *scenarios.Scenario) int {
 	if o := sc.Workload.Open; o != nil {
-		return int(min(o.Rate*sc.Duration.Seconds()*1.05+64, 1<<22))
+		return int(min(float64(o.Rate*sc.Duration.Seconds()*1.05)+64, 1<<22))
 	}
 	return min(sc.Workload.Closed.Clients*16, 1<<22)
 }

@@ -57,7 +57,8 @@ func assertAccounting(t *testing.T, r *Result) {
 	assert.Zero(t, inv.ReconcileViolations, "tier active == sum of members")
 	assert.Zero(t, inv.ScopeViolations, "quiesce scopes")
 	assert.Zero(t, inv.OrderViolations, "evidence order")
-	assert.Zero(t, inv.ReleaseMisuse, "release exactly once")
+	assert.Zero(t, inv.EvidenceViolations, "evidence agrees with the sim's books")
+	assert.Zero(t, inv.ReleaseMisuse, "release exactly once (admission's count)")
 	assert.Equal(t, inv.Acquired, inv.Released, "every lease released")
 	assert.Zero(t, inv.EndActive)
 	var admitted uint64
@@ -74,6 +75,13 @@ func assertAccounting(t *testing.T, r *Result) {
 		}
 	}
 	assert.Equal(t, admitted, inv.Acquired, "acquired == admitted")
+	assert.Equal(t, admitted, inv.MemberDispatches, "members received exactly the admitted requests")
+	var received uint64
+	for _, m := range r.Members {
+		received += m.Received
+	}
+	assert.Equal(t, inv.MemberDispatches, received)
+	assert.Zero(t, inv.Redispatched+inv.Undispatched+inv.Misrouted+inv.Phantom, "each admitted request reached its one member once")
 	assert.Equal(t, uint64(len(r.Requests)), r.DecisionLog.Added, "one decision record per request")
 	assert.Zero(t, r.DecisionLog.Rejected)
 }
@@ -332,16 +340,20 @@ workload:
 }
 
 func TestDeterministicResults(t *testing.T) {
-	sc := lookup(t, "upstream-errors")
-	var a, b bytes.Buffer
-	ra := run(t, sc, Options{Decisions: &a})
-	rb := run(t, sc, Options{Decisions: &b})
-	assert.Equal(t, ra, rb)
-	assert.Equal(t, a.String(), b.String(), "decision logs are byte-identical")
-	other := *sc
-	other.Seed++
-	rc := run(t, &other, Options{})
-	assert.NotEqual(t, ra.Requests, rc.Requests)
+	for _, name := range []string{"upstream-errors", "metrics-outage", "stale-telemetry"} {
+		t.Run(name, func(t *testing.T) {
+			sc := lookup(t, name)
+			var a, b bytes.Buffer
+			ra := run(t, sc, Options{Decisions: &a})
+			rb := run(t, sc, Options{Decisions: &b})
+			assert.Equal(t, ra, rb)
+			assert.Equal(t, a.String(), b.String(), "decision logs are byte-identical")
+			other := *sc
+			other.Seed++
+			rc := run(t, &other, Options{})
+			assert.NotEqual(t, ra.Requests, rc.Requests)
+		})
+	}
 }
 
 func TestProgressReachesTheEnd(t *testing.T) {

@@ -65,6 +65,20 @@ type telemetry struct {
 	w       *world
 	core    *pressure.Core
 	workers [2]worker
+	held    []heldSample // per member: what the core published last, mirrored for the audit
+}
+
+// heldSample is the sim's own copy of the sample the pressure core holds for a member, kept by the
+// documented publication rule (a completion more than FetchTimeout after its start publishes
+// failed; the observation is dated at the start), so the audit can check every evidence row's
+// freshness and ppm without asking the core.
+type heldSample struct {
+	published        bool
+	class            pressure.Class
+	observedAt       time.Duration
+	running, waiting int64
+	usedBlocks       int64
+	totalBlocks      int64
 }
 
 type worker struct {
@@ -84,7 +98,7 @@ func newTelemetry(w *world, t config.Tier) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{w: w, core: core}, nil
+	return &telemetry{w: w, core: core, held: make([]heldSample, len(t.Members))}, nil
 }
 
 // Snapshot is the routing.PressureSource: the core's snapshot at virtual now, which also queues
@@ -182,6 +196,7 @@ func (t *telemetry) scrapeDone(wi int) {
 	if class == pressure.ClassOK && !m.alive {
 		class = pressure.ClassFailed // died during the scrape
 	}
+	held := heldSample{published: true, class: class, observedAt: wk.since}
 	if class == pressure.ClassOK {
 		mt := m.eng.Metrics()
 		s = pressure.Sample{
@@ -189,15 +204,56 @@ func (t *telemetry) scrapeDone(wi int) {
 			Waiting: scheduler.Metric{Value: float64(mt.Waiting), Present: true},
 			KVUsage: scheduler.Metric{Value: mt.KVUsage, Present: true},
 		}
+		held.running, held.waiting = int64(mt.Running), int64(mt.Waiting)
+		held.usedBlocks, held.totalBlocks = int64(mt.UsedBlocks), int64(mt.TotalBlocks)
 	}
 	t.core.Complete(wk.job, w.at(w.now), s, class)
 	st := &w.res.Telemetry
 	if w.now-wk.since > pressure.FetchTimeout {
 		st.Overdue++
+		held.class = pressure.ClassFailed
 	}
+	t.held[wk.member] = held
 	st.Completed[class]++
 	w.res.Members[wk.member].Scrapes[class]++
 	st.WorkerBusy[wi] += w.now - wk.since
 	wk.busy = false
 	t.kick()
 }
+
+// expected is the freshness and, when fresh, the pressure ppm the core must project for member mi
+// at now, derived from the sim's own copy of the held sample: a running refresh past FetchTimeout
+// reads failed; nothing published reads unknown; a failed scrape reads failed; a page without
+// signals reads unknown; a good sample is fresh up to scheduler.MaxAge after its start, with
+// ppm = max(ceil((running+waiting)*1e6/capacity), ceil(used_blocks*1e6/total_blocks)), and stale
+// after. The ppm is computed in integers from the engine's own counts, not from the float the
+// scrape carried.
+func (t *telemetry) expected(mi int, now time.Duration) (scheduler.Freshness, int64) {
+	for i := range t.workers {
+		wk := &t.workers[i]
+		if wk.busy && wk.member == mi && now-wk.since > pressure.FetchTimeout {
+			return scheduler.FreshnessFailed, 0
+		}
+	}
+	h := &t.held[mi]
+	switch {
+	case !h.published:
+		return scheduler.FreshnessUnknown, 0
+	case h.class == pressure.ClassFailed:
+		return scheduler.FreshnessFailed, 0
+	case h.class != pressure.ClassOK:
+		return scheduler.FreshnessUnknown, 0
+	case now-h.observedAt > scheduler.MaxAge:
+		return scheduler.FreshnessStale, 0
+	}
+	capacity := t.w.members[mi].ceiling
+	req := ceilDiv((h.running+h.waiting)*1_000_000, capacity)
+	var kv int64
+	if h.totalBlocks > 0 {
+		kv = ceilDiv(h.usedBlocks*1_000_000, h.totalBlocks)
+	}
+	return scheduler.FreshnessFresh, max(req, kv)
+}
+
+// ceilDiv is ceil(a/b) for a >= 0, b > 0.
+func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }

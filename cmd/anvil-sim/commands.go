@@ -26,6 +26,9 @@ func newRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := checkScenario(args[0], sc, sc.Strategies); err != nil {
+				return err
+			}
 			r, w, err := simulate(sc, sc.Strategies, &o, cmd.ErrOrStderr())
 			if err != nil {
 				return err
@@ -57,6 +60,9 @@ func newCompare() *cobra.Command {
 			}
 			sc, err := loadScenario(args[0])
 			if err != nil {
+				return err
+			}
+			if err := checkScenario(args[0], sc, list); err != nil {
 				return err
 			}
 			r, w, err := simulate(sc, list, &o, cmd.ErrOrStderr())
@@ -107,14 +113,22 @@ func newCheck() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			// Every scenario is loaded and checked before the first run starts: a bad file fails
+			// the check at once, not after minutes of the good ones.
+			loaded := make([]*scenarios.Scenario, len(list))
+			for i, item := range list {
+				if loaded[i], err = item.load(); err != nil {
+					return err
+				}
+				if err := checkScenario(item.name, loaded[i], loaded[i].Strategies); err != nil {
+					return err
+				}
+			}
 			out := cmd.OutOrStdout()
 			failed := 0
 			var total wall
-			for _, item := range list {
-				sc, err := item.load()
-				if err != nil {
-					return err
-				}
+			for i, item := range list {
+				sc := loaded[i]
 				o := outputs{noProgress: true}
 				r, w, err := simulate(sc, sc.Strategies, &o, cmd.ErrOrStderr())
 				if err != nil {
@@ -175,7 +189,7 @@ func checkList(args []string) ([]checkItem, error) {
 		return nil, err
 	}
 	for _, f := range files {
-		out = append(out, checkItem{name: filepath.Base(f), load: func() (*scenarios.Scenario, error) { return loadFile(f) }})
+		out = append(out, checkItem{name: f, load: func() (*scenarios.Scenario, error) { return loadFile(f) }})
 	}
 	return out, nil
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim"
+	"github.com/anvil-llm/anvil/sim/report"
 )
 
 // loadScenario reads arg as a scenario file when such a file exists, else as the name of an
@@ -61,4 +63,20 @@ func scenarioFiles(dir string) ([]string, error) {
 		return nil, usageError{fmt.Errorf("%s holds no *.yaml scenario", dir)}
 	}
 	return out, nil
+}
+
+// checkScenario refuses, as a usage error naming where the scenario came from, anything that would
+// only fail once runs are under way: a gate naming no report metric, or a tier the real router
+// config (or admission, the pressure core, the engines) refuses under one of the strategies to run,
+// such as a capacity run of members without ceilings.
+func checkScenario(where string, sc *scenarios.Scenario, strategies []string) error {
+	if err := report.CheckGates(sc); err != nil {
+		return usageError{fmt.Errorf("%s: %w", where, err)}
+	}
+	for _, st := range strategies {
+		if err := sim.Check(sc, st); err != nil {
+			return usageError{fmt.Errorf("%s: strategy %s: %w", where, st, err)}
+		}
+	}
+	return nil
 }

@@ -185,3 +185,69 @@ func TestProgressBarAfterOneSecond(t *testing.T) {
 
 	assert.False(t, newProgress(&out, "x", true).enabled, "never on a non-terminal")
 }
+
+// noCeilings is a round-robin tier without member ceilings: valid for round robin, refused by the
+// router config for capacity.
+const noCeilings = `name: no-ceilings
+duration: 5s
+strategies: [round_robin, capacity]
+tier:
+  strategy: round_robin
+  members:
+    - {id: a}
+    - {id: b}
+workload:
+  closed: {clients: 2}
+  prompt_tokens: {dist: constant, value: 16}
+  output_tokens: {dist: constant, value: 8}
+`
+
+// TestCheckRefusesRouterInvalidScenarioBeforeAnyRun: what the router config refuses surfaces at
+// load time as a usage error naming the file and strategy, before the first scenario runs.
+func TestCheckRefusesRouterInvalidScenarioBeforeAnyRun(t *testing.T) {
+	dir := shortScenarios(t, "rotation") // sorts before the bad file, so it would run first
+	bad := filepath.Join(dir, "zz-no-ceilings.yaml")
+	require.NoError(t, os.WriteFile(bad, []byte(noCeilings), 0o644))
+	code, out, errOut := runCLI(t, "check", dir)
+	assert.Equal(t, exitUsage, code)
+	assert.Empty(t, out, "nothing ran")
+	assert.Contains(t, errOut, bad+": strategy capacity:")
+	assert.Contains(t, errOut, "max_concurrency: is required in capacity mode")
+}
+
+func TestLoadTimeUsageErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, doc string) string {
+		path := filepath.Join(dir, name)
+		require.NoError(t, os.WriteFile(path, []byte(doc), 0o644))
+		return path
+	}
+	rrOnly := write("rr.yaml", strings.Replace(noCeilings, "strategies: [round_robin, capacity]\n", "", 1))
+	typo := write("typo.yaml", strings.Replace(noCeilings, "strategies: [round_robin, capacity]\n", "", 1)+
+		"expect: [{metric: tier.peak_actve, op: \"==\", value: 1}]\n")
+	huge := write("huge.yaml", strings.Replace(strings.Replace(noCeilings, "closed: {clients: 2}", "open: {process: poisson, rate: 100000}", 1),
+		"duration: 5s", "duration: 24h", 1))
+	timeouts := write("timeouts.yaml", strings.Replace(noCeilings, "strategies: [round_robin, capacity]\n",
+		"upstream: {first_byte_timeout: 2m, timeout: 1m}\n", 1))
+	cases := []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"run", rrOnly, "--quiet"}, ""}, // valid as a round-robin run
+		{[]string{"compare", rrOnly, "--strategies", "round_robin,capacity"}, rrOnly + ": strategy capacity:"},
+		{[]string{"run", typo}, typo + ": scenario: expect[0].metric: names no report metric"},
+		{[]string{"run", huge}, "workload: would send more than 50000000 requests"},
+		{[]string{"run", timeouts}, "upstream.first_byte_timeout: must not exceed upstream.timeout"},
+	}
+	for _, c := range cases {
+		t.Run(strings.Join(c.args[:2], " "), func(t *testing.T) {
+			code, _, errOut := runCLI(t, c.args...)
+			if c.msg == "" {
+				assert.Equal(t, 0, code, errOut)
+				return
+			}
+			assert.Equal(t, exitUsage, code)
+			assert.Contains(t, errOut, c.msg)
+		})
+	}
+}

@@ -88,7 +88,7 @@ type Ratio struct {
 func comparedMetrics() []string {
 	return []string{
 		"e2e.p50", "e2e.p90", "e2e.p99", "e2e.p99.9", "ttft.p50", "ttft.p99", "tpot.p50", "tpot.p99",
-		"itl.p99", "queue.p99", "tier.throughput_rps", "tier.output_tps", "tier.goodput_rps",
+		"itl.p99", "queue.mean", "tier.throughput_rps", "tier.output_tps", "tier.goodput_rps",
 		"tier.mean_active", "tier.peak_active", "tier.fairness_requests", "tier.fairness_utilization",
 		"tier.not_admitted", "tier.ceiling_violations",
 	}

@@ -56,7 +56,8 @@ func (m *metricSet) scope(prefix string, s Scope) {
 	m.quantiles(lat+"tpot", s.TPOT)
 	m.quantiles(lat+"itl", s.ITL)
 	m.quantiles(lat+"e2e", s.E2E)
-	m.quantiles(lat+"queue", s.Queue)
+	m.add(lat+"queue.n", float64(s.Queue.N))
+	m.add(lat+"queue.mean", s.Queue.Mean)
 }
 
 func countOf(cs []Count, key string) uint64 {
@@ -88,8 +89,11 @@ func metrics(run *Run) []Metric {
 	}{
 		{"checks", float64(inv.Checks)}, {"ceiling_violations", float64(inv.CeilingViolations)},
 		{"reconcile_violations", float64(inv.ReconcileViolations)}, {"scope_violations", float64(inv.ScopeViolations)},
-		{"order_violations", float64(inv.OrderViolations)}, {"release_misuse", float64(inv.ReleaseMisuse)},
-		{"redispatches", float64(inv.Redispatches)}, {"acquired", float64(inv.Acquired)},
+		{"order_violations", float64(inv.OrderViolations)}, {"evidence_violations", float64(inv.EvidenceViolations)},
+		{"release_misuse", float64(inv.ReleaseMisuse)}, {"redispatches", float64(inv.Redispatches)},
+		{"undispatched", float64(inv.Undispatched)}, {"misrouted", float64(inv.Misrouted)},
+		{"phantom_dispatches", float64(inv.Phantom)}, {"dispatch_mismatches", float64(inv.DispatchMismatches)},
+		{"acquired", float64(inv.Acquired)},
 		{"released", float64(inv.Released)}, {"unreleased", float64(inv.Acquired) - float64(inv.Released)},
 		{"end_active", float64(inv.EndActive)}, {"attempts", float64(inv.Attempts)},
 		{"attempts_minus_admitted", float64(inv.AttemptsMinusAdmits)}, {"tier_ceiling_hits", float64(inv.TierCeilingHits)},
@@ -122,6 +126,8 @@ func members(m *metricSet, run *Run) {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, s := range run.Members {
 		m.scope("member."+s.ID, s)
+		m.add("member."+s.ID+".received", float64(s.Received))
+		m.add("member."+s.ID+".refused", float64(s.Refused))
 		reqs = append(reqs, float64(s.Requests))
 		u := s.Utilization
 		if s.Ceiling == 0 {
@@ -171,9 +177,10 @@ func telemetryMetrics(m *metricSet, t Telemetry) {
 
 func drainMetrics(m *metricSet, run *Run) {
 	var completed, refused, aborted, incomplete int
-	var longest float64
+	var longest, failed float64
 	minOthers := math.Inf(1)
 	for _, d := range run.Drains {
+		failed += float64(d.InFlightFailed)
 		switch {
 		case d.Completed:
 			completed++
@@ -199,6 +206,7 @@ func drainMetrics(m *metricSet, run *Run) {
 	m.add("drains.incomplete", float64(incomplete))
 	m.add("drains.longest_s", longest)
 	m.add("drains.min_others_active_at_end", minOthers)
+	m.add("drains.in_flight_failed", failed)
 }
 
 // Value returns the run's metric called name.

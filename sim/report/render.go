@@ -125,10 +125,14 @@ func (run *Run) render(w *writer) {
 	for _, q := range []struct {
 		name string
 		q    Quantiles
-	}{{"ttft", run.Tier.TTFT}, {"tpot", run.Tier.TPOT}, {"itl", run.Tier.ITL}, {"e2e", run.Tier.E2E}, {"queue (vLLM bucket bound)", run.Tier.Queue}} {
+	}{{"ttft", run.Tier.TTFT}, {"tpot", run.Tier.TPOT}, {"itl", run.Tier.ITL}, {"e2e", run.Tier.E2E}} {
 		lat.row(q.name, strconv.Itoa(q.q.N), ms(q.q.Mean), ms(q.q.P50), ms(q.q.P90), ms(q.q.P99), ms(q.q.P999))
 	}
+	lat.row("queue (mean only)", strconv.Itoa(run.Tier.Queue.N), ms(run.Tier.Queue.Mean), "-", "-", "-", "-")
 	w.table(lat)
+	w.para("Queue time is the engines' wait from arrival to first scheduling. Only its mean is exact " +
+		"(vLLM's histogram sum over count): the engine reports no per-request scheduling time and the " +
+		"histogram's first bucket bound is 300 ms, so no queue-time quantiles are reported.")
 	w.para("Outcomes: " + counts(run.Tier.Outcomes) + ".")
 	run.renderChecks(w)
 	run.renderEvents(w)
@@ -154,10 +158,12 @@ func (run *Run) renderChecks(w *writer) {
 		{"tier != sum of members", u(inv.ReconcileViolations)},
 		{"scope violations", u(inv.ScopeViolations)},
 		{"evidence order violations", u(inv.OrderViolations)},
-		{"release misuse", u(inv.ReleaseMisuse)},
-		{"peer invocations", u(inv.Redispatches)},
+		{"evidence vs the sim's books", u(inv.EvidenceViolations)},
+		{"release misuse (admission's count)", u(inv.ReleaseMisuse)},
 		{"acquired / released", u(inv.Acquired) + " / " + u(inv.Released)},
-		{"attempts / admitted", u(inv.Attempts) + " / " + u(inv.Admitted)},
+		{"member-side attempts / admitted", u(inv.Attempts) + " / " + u(inv.Admitted)},
+		{"requests received twice (peer invocations)", u(inv.Redispatches)},
+		{"dispatch mismatches", u(inv.DispatchMismatches)},
 		{"peak / mean tier active", i64(inv.PeakTierActive) + " / " + f(inv.MeanTierActive, 2)},
 	} {
 		t.row(kv[0], kv[1])
@@ -192,7 +198,7 @@ func (run *Run) renderEvents(w *writer) {
 		w.table(t)
 	}
 	if len(run.Drains) > 0 {
-		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "others active at end"}, left: 1}
+		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "of those failed", "others active at end"}, left: 1}
 		for _, d := range run.Drains {
 			res := "incomplete"
 			switch {
@@ -203,7 +209,7 @@ func (run *Run) renderEvents(w *writer) {
 			case d.Aborted:
 				res = "aborted (readmitted)"
 			}
-			t.row(d.Scope, f(d.StartS, 3), f(d.EndS, 3), res, i64(d.ActiveAtStart), i64(d.OthersActiveAtEnd))
+			t.row(d.Scope, f(d.StartS, 3), f(d.EndS, 3), res, i64(d.ActiveAtStart), i64(d.InFlightFailed), i64(d.OthersActiveAtEnd))
 		}
 		w.table(t)
 	}

@@ -71,8 +71,19 @@ type Scope struct {
 	TPOT              Quantiles `json:"tpot_s"`
 	ITL               Quantiles `json:"itl_s"`
 	E2E               Quantiles `json:"e2e_s"`
-	Queue             Quantiles `json:"queue_s"` // engine queue time: exact mean, quantiles as vLLM bucket bounds
+	Queue             QueueTime `json:"queue_s"`
+	Received          uint64    `json:"received,omitempty"` // member only: arrivals it recorded
+	Refused           uint64    `json:"refused,omitempty"`  // member only: of those, connections refused
 	Scrapes           Scrapes   `json:"scrapes"`
+}
+
+// QueueTime is the engines' queue time (arrival at the engine to first scheduling), from vLLM's
+// request_queue_time histogram: its count and exact sum give the mean. The engine reports no
+// per-request scheduling time and the histogram's first bucket bound is 300 ms, so the report
+// carries no queue-time quantiles rather than bucket bounds posing as them.
+type QueueTime struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
 }
 
 // Scrapes count completed pressure scrapes by class.
@@ -149,12 +160,11 @@ type scopeAcc struct {
 }
 
 type accumulator struct {
-	sc                 *scenarios.Scenario
-	res                *sim.Result
-	all                scopeAcc
-	members            []scopeAcc
-	attempts, admitted uint64
-	multiAttempt       uint64 // requests dispatched more than once: peer invocations
+	sc       *scenarios.Scenario
+	res      *sim.Result
+	all      scopeAcc
+	members  []scopeAcc
+	admitted uint64
 }
 
 func newAccumulator(sc *scenarios.Scenario, res *sim.Result) *accumulator {
@@ -167,10 +177,6 @@ func newAccumulator(sc *scenarios.Scenario, res *sim.Result) *accumulator {
 
 func (a *accumulator) add(q *sim.Request) {
 	a.all.requests++
-	a.attempts += uint64(q.Attempts)
-	if q.Attempts > 1 {
-		a.multiAttempt++
-	}
 	if q.Outcome.Admitted() {
 		a.admitted++
 	}
@@ -221,7 +227,7 @@ func (a *accumulator) scope(s *scopeAcc, id string, ceiling, peak int64, seconds
 		PeakActive: peak, MeanActive: seconds / d,
 		ThroughputRPS: float64(s.succeeded) / d, OutputTPS: float64(s.tokens) / d, GoodputRPS: float64(s.good) / d,
 		TTFT: s.ttft.quantiles(), TPOT: s.tpot.quantiles(), ITL: s.itl.quantiles(), E2E: s.e2e.quantiles(),
-		Queue: histQuantiles(queue),
+		Queue: queueTime(queue),
 	}
 	if ceiling > 0 {
 		out.Utilization = out.MeanActive / float64(ceiling)
@@ -255,6 +261,7 @@ func (a *accumulator) member(i int) Scope {
 	acc := &a.members[i]
 	s := a.scope(acc, m.ID, m.Ceiling, m.PeakActive, m.ActiveSeconds, m.QueueTime)
 	s.Requests = int(m.Selected)
+	s.Received, s.Refused = m.Received, m.Refused
 	s.CeilingViolations = m.CeilingViolations
 	s.Scrapes = Scrapes{OK: m.Scrapes[pressure.ClassOK], Failed: m.Scrapes[pressure.ClassFailed],
 		Unknown: m.Scrapes[pressure.ClassUnknown]}

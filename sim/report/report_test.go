@@ -42,7 +42,8 @@ func encode(t testing.TB, r *Report) (string, string) {
 // TestDeterminism: the same scenario and seed give byte-identical JSON and Markdown; another seed
 // changes them.
 func TestDeterminism(t *testing.T) {
-	for _, name := range []string{"twenty-concurrent", "upstream-errors", "rotation", "tier-drain"} {
+	for _, name := range []string{"twenty-concurrent", "upstream-errors", "rotation", "tier-drain",
+		"heterogeneous", "metrics-outage", "stale-telemetry"} {
 		t.Run(name, func(t *testing.T) {
 			sc := lookup(t, name)
 			j1, m1 := encode(t, build(t, sc))
@@ -77,7 +78,8 @@ func TestT012HoldsInTheReport(t *testing.T) {
 	r := build(t, lookup(t, "twenty-concurrent"))
 	run := &r.Runs[0]
 	for _, name := range []string{"tier.ceiling_violations", "tier.reconcile_violations", "tier.order_violations",
-		"tier.release_misuse", "tier.redispatches", "tier.attempts_minus_admitted", "tier.unreleased"} {
+		"tier.evidence_violations", "tier.release_misuse", "tier.redispatches", "tier.attempts_minus_admitted",
+		"tier.dispatch_mismatches", "tier.unreleased"} {
 		v, ok := run.Value(name)
 		require.True(t, ok, name)
 		assert.Zero(t, v, name)
@@ -86,7 +88,8 @@ func TestT012HoldsInTheReport(t *testing.T) {
 	for _, m := range run.Members {
 		assert.LessOrEqual(t, m.PeakActive, m.Ceiling)
 	}
-	assert.Equal(t, run.Invariants.Attempts, run.Invariants.Admitted)
+	assert.Equal(t, run.Invariants.Attempts, run.Invariants.Admitted, "member-side arrivals == admissions")
+	assert.Positive(t, run.Invariants.Attempts)
 	assert.Equal(t, run.Invariants.Acquired, run.Invariants.Released)
 	assert.Equal(t, 1.0, run.Tier.Share)
 	var share float64
@@ -193,4 +196,54 @@ func TestFigures(t *testing.T) {
 	assert.True(t, bytes.HasPrefix(png.Bytes(), []byte("\x89PNG")))
 	assert.Contains(t, svg.String(), "<svg")
 	assert.ErrorIs(t, figs[0].WriteTo(&png, "gif"), ErrFormat)
+}
+
+// TestOneAttemptGatesReadTheMembers: the one-attempt metrics come from what the members received,
+// so a request that reached two members fails the gates.
+func TestOneAttemptGatesReadTheMembers(t *testing.T) {
+	sc := lookup(t, "twenty-concurrent")
+	res, err := sim.Run(sc, sim.Options{})
+	require.NoError(t, err)
+	res.Invariants.MemberDispatches++ // one request also reached a peer...
+	res.Invariants.Redispatched++     // ...so it arrived twice
+	res.Invariants.Misrouted++
+	r := Build(sc, []*sim.Result{res})
+	assert.False(t, r.Passed)
+	for _, name := range []string{"tier.attempts_minus_admitted == 0", "tier.dispatch_mismatches == 0"} {
+		var found bool
+		for _, g := range r.Gates {
+			if g.Name == name {
+				found = true
+				assert.Equal(t, GateFail, g.Status, name)
+			}
+		}
+		assert.True(t, found, name)
+	}
+	v, _ := r.Runs[0].Value("tier.dispatch_mismatches")
+	assert.Equal(t, 2.0, v)
+}
+
+func TestQueueTimeReportsOnlyTheMean(t *testing.T) {
+	r := build(t, lookup(t, "twenty-concurrent"))
+	run := &r.Runs[0]
+	n, ok := run.Value("queue.n")
+	require.True(t, ok)
+	assert.Positive(t, n)
+	mean, ok := run.Value("queue.mean")
+	require.True(t, ok)
+	assert.Positive(t, mean)
+	for _, name := range []string{"queue.p50", "queue.p99", "member.vllm-0.queue.p99"} {
+		_, ok := run.Value(name)
+		assert.False(t, ok, name)
+	}
+	assert.Contains(t, r.Text(), "queue (mean only)")
+}
+
+func TestDrainMetrics(t *testing.T) {
+	r := build(t, lookup(t, "member-drain"))
+	v, ok := r.Runs[0].Value("drains.in_flight_failed")
+	require.True(t, ok)
+	assert.Zero(t, v)
+	require.Len(t, r.Runs[0].Drains, 1)
+	assert.Positive(t, r.Runs[0].Drains[0].ActiveAtStart, "the drain waited for requests that then succeeded")
 }

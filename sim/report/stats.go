@@ -77,7 +77,7 @@ func jain(xs []float64) float64 {
 	var sum, sq float64
 	for _, x := range xs {
 		sum += x
-		sq += x * x
+		sq += float64(x * x) // explicit rounding: no FMA fusion, the same bits on every architecture
 	}
 	if sq == 0 || len(xs) == 0 {
 		return 0
@@ -85,27 +85,12 @@ func jain(xs []float64) float64 {
 	return sum * sum / (float64(len(xs)) * sq)
 }
 
-// histQuantiles reads quantiles from a vLLM histogram as the upper bound of the bucket holding
-// the rank (the last finite bound past it): a conservative bound, not an interpolation. vLLM's
-// queue-time buckets start at 300 ms, and Prometheus-style interpolation inside that first bucket
-// would report 150 ms medians for requests that never waited. The mean is exact (sum / count).
-func histQuantiles(h engine.Histogram) Quantiles {
+// queueTime reads the exact mean of a vLLM histogram: sum / count.
+func queueTime(h engine.Histogram) QueueTime {
 	if h.Count == 0 {
-		return Quantiles{}
+		return QueueTime{}
 	}
-	q := func(p float64) float64 {
-		rank := p * float64(h.Count)
-		for i := 0; i < h.N; i++ {
-			if float64(h.Cumulative[i]) >= rank {
-				return h.UpperBounds[i]
-			}
-		}
-		return h.UpperBounds[max(h.N-1, 0)]
-	}
-	return Quantiles{
-		N: int(min(h.Count, math.MaxInt32)), Mean: h.SumSeconds() / float64(h.Count),
-		P50: q(0.50), P90: q(0.90), P99: q(0.99), P999: q(0.999),
-	}
+	return QueueTime{N: int(min(h.Count, math.MaxInt32)), Mean: h.SumSeconds() / float64(h.Count)}
 }
 
 // mergeHist adds b into a (same bucket layout).

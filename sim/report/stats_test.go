@@ -55,19 +55,12 @@ func TestJain(t *testing.T) {
 	assert.Equal(t, 0.0, jain(nil))
 }
 
-func TestHistQuantiles(t *testing.T) {
+func TestQueueTimeIsTheExactMeanOnly(t *testing.T) {
 	h := engine.Histogram{N: 3, Count: 11, Sum: 11 * time.Second}
-	h.UpperBounds[0], h.UpperBounds[1], h.UpperBounds[2] = 0.1, 1, 10
-	h.Cumulative[0], h.Cumulative[1], h.Cumulative[2] = 5, 10, 10 // one observation above 10 s
-	q := histQuantiles(h)
-	assert.Equal(t, 11, q.N)
-	assert.Equal(t, 1.0, q.Mean, "exact: sum over count")
-	assert.Equal(t, 1.0, q.P50, "rank 5.5 lies in (0.1, 1]: its upper bound")
-	assert.Equal(t, 1.0, q.P90, "rank 9.9 lies in (0.1, 1]")
-	assert.Equal(t, 10.0, q.P99, "past every finite bucket: the last bound")
-	h.Cumulative[0], h.Cumulative[1], h.Cumulative[2] = 11, 11, 11
-	assert.Equal(t, 0.1, histQuantiles(h).P999, "everything in the first bucket")
-	assert.Equal(t, Quantiles{}, histQuantiles(engine.Histogram{}))
+	h.UpperBounds[0], h.UpperBounds[1], h.UpperBounds[2] = 0.3, 1, 10
+	h.Cumulative[0], h.Cumulative[1], h.Cumulative[2] = 5, 10, 10
+	assert.Equal(t, QueueTime{N: 11, Mean: 1}, queueTime(h), "sum over count; no bucket bound posing as a quantile")
+	assert.Equal(t, QueueTime{}, queueTime(engine.Histogram{}))
 }
 
 func TestMergeHist(t *testing.T) {

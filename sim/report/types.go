@@ -7,20 +7,26 @@ import (
 
 // Invariants are the T012 checks and the one-attempt accounting they rest on.
 type Invariants struct {
-	Checks              uint64  `json:"checks"`
-	CeilingViolations   uint64  `json:"ceiling_violations"`
-	ReconcileViolations uint64  `json:"reconcile_violations"`
-	ScopeViolations     uint64  `json:"scope_violations"`
-	OrderViolations     uint64  `json:"order_violations"`
-	ReleaseMisuse       uint64  `json:"release_misuse"`
-	Redispatches        uint64  `json:"redispatches"` // requests sent to more than one member
-	Acquired            uint64  `json:"acquired"`
-	Released            uint64  `json:"released"`
-	EndActive           int64   `json:"end_active"`
-	TierCeilingHits     uint64  `json:"tier_ceiling_hits"`
+	Checks              uint64 `json:"checks"`
+	CeilingViolations   uint64 `json:"ceiling_violations"`
+	ReconcileViolations uint64 `json:"reconcile_violations"`
+	ScopeViolations     uint64 `json:"scope_violations"`
+	OrderViolations     uint64 `json:"order_violations"`
+	EvidenceViolations  uint64 `json:"evidence_violations"`
+	ReleaseMisuse       uint64 `json:"release_misuse"` // admission's own count
+	Acquired            uint64 `json:"acquired"`
+	Released            uint64 `json:"released"`
+	EndActive           int64  `json:"end_active"`
+	TierCeilingHits     uint64 `json:"tier_ceiling_hits"`
+	// Attempts are counted on the member side: request IDs that arrived at member endpoints.
 	Attempts            uint64  `json:"attempts"`
 	Admitted            uint64  `json:"admitted"`
 	AttemptsMinusAdmits int64   `json:"attempts_minus_admitted"`
+	Redispatches        uint64  `json:"redispatches"` // request IDs that arrived more than once
+	Undispatched        uint64  `json:"undispatched"` // admitted requests no member received
+	Misrouted           uint64  `json:"misrouted"`    // arrivals at a member admission did not choose
+	Phantom             uint64  `json:"phantom"`      // arrivals of requests never admitted
+	DispatchMismatches  uint64  `json:"dispatch_mismatches"`
 	PeakTierActive      int64   `json:"peak_tier_active"`
 	MeanTierActive      float64 `json:"mean_tier_active"`
 }
@@ -28,11 +34,14 @@ type Invariants struct {
 func invariants(in sim.Invariants, acc *accumulator) Invariants {
 	return Invariants{
 		Checks: in.Checks, CeilingViolations: in.CeilingViolations, ReconcileViolations: in.ReconcileViolations,
-		ScopeViolations: in.ScopeViolations, OrderViolations: in.OrderViolations, ReleaseMisuse: in.ReleaseMisuse,
-		Redispatches: acc.multiAttempt, Acquired: in.Acquired, Released: in.Released, EndActive: in.EndActive,
-		TierCeilingHits: in.TierCeilingHits, Attempts: acc.attempts, Admitted: acc.admitted,
-		AttemptsMinusAdmits: int64(acc.attempts) - int64(acc.admitted), PeakTierActive: in.PeakTierActive,
-		MeanTierActive: in.TierActiveSeconds / acc.res.Duration.Seconds(),
+		ScopeViolations: in.ScopeViolations, OrderViolations: in.OrderViolations,
+		EvidenceViolations: in.EvidenceViolations, ReleaseMisuse: in.ReleaseMisuse,
+		Acquired: in.Acquired, Released: in.Released, EndActive: in.EndActive, TierCeilingHits: in.TierCeilingHits,
+		Attempts: in.MemberDispatches, Admitted: acc.admitted,
+		AttemptsMinusAdmits: int64(in.MemberDispatches) - int64(acc.admitted),
+		Redispatches:        in.Redispatched, Undispatched: in.Undispatched, Misrouted: in.Misrouted, Phantom: in.Phantom,
+		DispatchMismatches: in.Redispatched + in.Undispatched + in.Misrouted + in.Phantom,
+		PeakTierActive:     in.PeakTierActive, MeanTierActive: in.TierActiveSeconds / acc.res.Duration.Seconds(),
 	}
 }
 
@@ -70,6 +79,7 @@ type Drain struct {
 	Aborted           bool    `json:"aborted,omitempty"`
 	ActiveAtStart     int64   `json:"active_at_start"`
 	OthersActiveAtEnd int64   `json:"others_active_at_end"`
+	InFlightFailed    int64   `json:"in_flight_failed"` // in flight at the start, did not succeed
 }
 
 func drains(in []sim.Drain) []Drain {
@@ -82,6 +92,7 @@ func drains(in []sim.Drain) []Drain {
 		out = append(out, Drain{
 			Scope: scope, StartS: d.Start.Seconds(), EndS: d.End.Seconds(), Completed: d.Completed,
 			Refused: d.Refused, Aborted: d.Aborted, ActiveAtStart: d.ActiveAtStart, OthersActiveAtEnd: d.OthersActiveEnd,
+			InFlightFailed: d.InFlightFailed,
 		})
 	}
 	return out
