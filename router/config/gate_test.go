@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -193,3 +194,9 @@ func TestViperAloneIsLenient(t *testing.T) {
 		})
 	}
 }
+
+// durationType is the one leaf type of the raw schema that is not a basic kind.
+var durationType = reflect.TypeFor[time.Duration]()
+
+// join builds the dotted setting paths the gate reports ("" is the top).
+func join(path, key string) string { return strings.TrimPrefix(path+"."+key, ".") }
