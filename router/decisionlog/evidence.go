@@ -38,11 +38,12 @@ func rebuildDecision(d scheduler.Decision) (scheduler.Decision, error) {
 // errAddressID refuses evidence naming a member whose ID is an IP address literal.
 var errAddressID = errors.New("decisionlog: member id is an address")
 
-// evidenceFits reports whether a (validated) decision may ride on r: only a
+// evidenceFits reports whether a (validated) decision may ride on r: only an admitted
 // capacity-strategy replica record whose member is the selected member, reason
-// selected. Refusals, direct tiers and round robin never carry evidence.
+// selected. Refusals, exhaustion, direct tiers and round robin never carry evidence:
+// without a lease there was no selection to explain.
 func evidenceFits(r *Record, d scheduler.Decision) error {
-	if r.Route != RouteReplica || r.Strategy != StrategyCapacity {
+	if r.Route != RouteReplica || r.Strategy != StrategyCapacity || !r.Outcome.Admitted() {
 		return &fieldError{"replica_scheduler", ErrInconsistent}
 	}
 	sel, ok := d.SelectedMemberID()
@@ -68,8 +69,9 @@ func copyEvidence(r *Record, d scheduler.Decision) (scheduler.Decision, error) {
 // membership (member ID -> configured max_concurrency): the decision must be well
 // formed with reason selected, every scored (and so every eligible) member must be
 // configured, every denominator must equal that member's ceiling, every numerator must
-// be below it, and every rotating rank must fall inside the membership. The router
-// calls it at the routing boundary; Log.Add calls it for tiers given to WithMembership.
+// be below it, and every rotating rank must fall inside the membership. Log.Add applies
+// the same check for tiers given to WithMembership; callers holding evidence from
+// elsewhere (captured logs, tools) call it directly.
 // Errors wrap ErrInvalidEvidence and carry fixed text.
 func ValidateEvidence(d scheduler.Decision, members map[string]int64) error {
 	if err := checkMembership(members); err != nil {

@@ -25,6 +25,8 @@ func TestEvidenceKeptOnlyWhereItExplainsTheRecord(t *testing.T) {
 		{"another member", func(r *Record) { r.Member = "m2" }, false},
 		{"not admitted", func(r *Record) { r.Outcome, r.Attempts, r.Member = OutcomeNotAdmitted, 0, "" }, false},
 		{"no-eligible decision", func(r *Record) { r.ReplicaScheduler = &zero }, false},
+		{"not admitted naming the member", func(r *Record) { r.Outcome, r.Attempts, r.Status = OutcomeNotAdmitted, 0, 503 }, false},
+		{"refused naming the member", func(r *Record) { r.Outcome, r.Attempts, r.Status = OutcomeRefused, 0, 400 }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

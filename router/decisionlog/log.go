@@ -201,18 +201,24 @@ func (l *Log) write(line []byte) {
 
 // Recent returns copies of the n most recent records, oldest first and newest last;
 // fewer when fewer are held, none when n <= 0.
+// Records are copied shallowly under the lock and their evidence after it: stored
+// evidence is private and never mutated, so a long read does not hold up Add.
 func (l *Log) Recent(n int) []Record {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	n = min(n, len(l.ring))
 	if n <= 0 {
+		l.mu.Unlock()
 		return nil
 	}
 	out := make([]Record, n)
 	// The oldest record sits at next once the ring has wrapped, at 0 before.
 	start := (l.next + len(l.ring) - n) % len(l.ring)
 	for i := range out {
-		out[i] = l.ring[(start+i)%len(l.ring)].clone()
+		out[i] = l.ring[(start+i)%len(l.ring)]
+	}
+	l.mu.Unlock()
+	for i := range out {
+		out[i] = out[i].clone()
 	}
 	return out
 }

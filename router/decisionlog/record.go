@@ -172,9 +172,9 @@ func ValidAlias(s string) bool {
 	return !strings.Contains(s, "//") && !addressLike(s)
 }
 
-// ValidTierOrMemberID reports whether s is a storable tier or member ID:
-// scheduler.ValidID, minus IP address literals, which that grammar admits ("10.0.0.5")
-// but a decision record must never carry.
+// ValidTierOrMemberID reports whether s is a storable tier or member ID. It is
+// scheduler.ValidID, which already refuses the one address form its grammar admits
+// (dotted IPv4); the extra address check keeps this gate safe should that grammar ever widen.
 func ValidTierOrMemberID(s string) bool { return scheduler.ValidID(s) && !addressLike(s) }
 
 // addressLike reports whether s parses as an IP address, with or without a port.

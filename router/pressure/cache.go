@@ -51,15 +51,25 @@ func NewCache(tiers []TierSpec, client *http.Client, opts Options) (*Cache, erro
 		c.now = time.Now
 	}
 	if c.fetch == nil {
-		if client == nil {
-			client = &http.Client{}
-		}
+		scraper := scrapeClient(client)
 		c.fetch = func(ctx context.Context, j Job) (Sample, Class) {
-			return Fetch(ctx, client, j.Endpoint, j.ServedModel)
+			return Fetch(ctx, scraper, j.Endpoint, j.ServedModel)
 		}
 	}
 	c.work = sync.NewCond(&c.mu)
 	return c, nil
+}
+
+// scrapeClient copies the caller's client so that a scrape never follows a redirect (a
+// member's /metrics answering 3xx is a failed sample, never another host's numbers) and,
+// without a caller client, never goes through an environment proxy.
+func scrapeClient(client *http.Client) *http.Client {
+	c := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+	if client != nil {
+		c = &http.Client{Transport: client.Transport, Timeout: client.Timeout}
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 // Snapshot returns a new complete member -> Pressure map for the tier and schedules
@@ -150,10 +160,13 @@ func (c *Cache) take(slot int) (Job, context.Context, context.CancelFunc, bool) 
 			return Job{}, nil, nil, false
 		}
 		if job, ok := c.core.Next(now); ok {
-			ctx, cancel := context.WithTimeout(context.Background(), FetchTimeout)
+			// Only the cancel is registered under the lock; the deadline (a clock read and a
+			// timer) is added after it.
+			ctx, cancel := context.WithCancel(context.Background())
 			c.cancels[slot] = cancel
 			c.mu.Unlock()
-			return job, ctx, cancel, true
+			ctx, stopTimer := context.WithTimeout(ctx, FetchTimeout)
+			return job, ctx, func() { stopTimer(); cancel() }, true
 		}
 		c.idle++
 		c.work.Wait()
