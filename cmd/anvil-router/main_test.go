@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
 // runCmd runs the CLI in-process and returns its exit code and standard output.
@@ -104,4 +108,36 @@ func TestDecisionsSummarize(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "records=0")
+}
+
+// A capture cut short (a crash mid-line) or holding a foreign line is refused whole by default and
+// summarized around the bad lines with --skip-invalid.
+func TestDecisionsSummarizeSkipInvalid(t *testing.T) {
+	var capture bytes.Buffer
+	log, err := decisionlog.New(16, &capture)
+	require.NoError(t, err)
+	for i := range 3 {
+		require.NoError(t, log.Add(decisionlog.Record{
+			RequestID: fmt.Sprintf("req-%d", i), Alias: "chat", Tier: "solo", Route: decisionlog.RouteDirect,
+			Outcome: decisionlog.OutcomeSuccess, Attempts: 1, Status: 200, Start: time.Unix(1_800_000_000, 0),
+			Duration: time.Millisecond,
+		}))
+	}
+	lines := strings.SplitAfter(capture.String(), "\n")
+	require.GreaterOrEqual(t, len(lines), 3)
+	long := strings.Repeat("x", decisionlog.MaxLineBytes+100) + "\n"
+	broken := lines[0] + "{\"not\":\"a record\"}\n" + long + lines[1] + lines[2][:10] // the last line is cut short
+	path := filepath.Join(t.TempDir(), "broken.jsonl")
+	require.NoError(t, os.WriteFile(path, []byte(broken), 0o600))
+
+	code, _, err := runCmd(t, "decisions", "summarize", path)
+	require.Error(t, err)
+	assert.Equal(t, exitUsage, code)
+	assert.Contains(t, err.Error(), "line 2")
+
+	code, out, err := runCmd(t, "decisions", "summarize", "--skip-invalid", path)
+	require.NoError(t, err)
+	assert.Equal(t, 0, code)
+	assert.Contains(t, out, "records=2")
+	assert.Contains(t, out, "skipped 3 invalid lines; first: decisionlog: line 2")
 }
