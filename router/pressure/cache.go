@@ -141,10 +141,11 @@ func (c *Cache) worker(slot int) {
 			cl = ClassFailed
 		}
 		cancel()
+		prepared := Prepare(job, s, cl) // the normalizer's work stays outside the lock
 		done := c.now()
 		c.mu.Lock()
 		c.cancels[slot] = nil
-		c.core.Complete(job, done, s, cl)
+		c.core.CompletePrepared(job, done, prepared)
 		c.mu.Unlock()
 	}
 }

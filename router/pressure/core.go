@@ -22,6 +22,8 @@ type Job struct {
 	Endpoint     string // base URL of the member
 	ServedModel  string // model_name to keep when parsing
 	Seq          uint64
+	Started      time.Time // when a worker took the job: the sample's observation time
+	Capacity     int64     // the member ceiling, the scheduler capacity of its pressure
 }
 
 type phase uint8
@@ -119,7 +121,8 @@ func (c *Core) Next(now time.Time) (Job, bool) {
 	m := &c.members[i]
 	m.phase = phaseRunning
 	m.started = now
-	return Job{Tier: m.tier, Member: m.id, Endpoint: m.endpoint, ServedModel: m.model, Seq: m.seq}, true
+	return Job{Tier: m.tier, Member: m.id, Endpoint: m.endpoint, ServedModel: m.model, Seq: m.seq,
+		Started: now, Capacity: m.capacity}, true
 }
 
 // Complete publishes a worker's result for job at now and clears the member's
@@ -133,6 +136,13 @@ func (c *Core) Next(now time.Time) (Job, bool) {
 // overstate its age, and a sample is never called fresh when it might be older than
 // scheduler.MaxAge. The refresh clock still runs from now.
 func (c *Core) Complete(job Job, now time.Time, s Sample, cl Class) {
+	c.CompletePrepared(job, now, Prepare(job, s, cl))
+}
+
+// CompletePrepared is Complete for a result already normalized by Prepare, so the
+// cache shell does the normalizer's work outside its lock. An overdue completion
+// publishes failed whatever was prepared.
+func (c *Core) CompletePrepared(job Job, now time.Time, p Prepared) {
 	if c.closed {
 		return
 	}
@@ -147,10 +157,12 @@ func (c *Core) Complete(job Job, now time.Time, s Sample, cl Class) {
 	m.phase = phaseIdle
 	m.completed = true
 	m.lastCompleted = now
-	if overdue(m.started, now) {
-		cl = ClassFailed
+	if overdue(m.started, now) || !job.Started.Equal(m.started) {
+		p = Prepared{young: failed, old: failed}
 	}
-	m.publish(m.started, s, cl)
+	m.sampled = true
+	m.observedAt = m.started
+	m.young, m.old = p.young, p.old
 }
 
 // Close stops the core for good: queued work is dropped, Next returns nothing,
@@ -204,7 +216,7 @@ func (c *Core) pressureOf(m *member, now time.Time) scheduler.Pressure {
 	case c.closed, now.IsZero():
 		return scheduler.UnknownPressure()
 	case m.phase == phaseRunning && overdue(m.started, now):
-		return failedPressure(now)
+		return failed
 	case !m.sampled || now.Before(m.observedAt):
 		return scheduler.UnknownPressure()
 	case now.Sub(m.observedAt) > scheduler.MaxAge:
@@ -228,12 +240,18 @@ func (c *Core) scheduleIfDue(i int, now time.Time) {
 	c.queue.push(i)
 }
 
-// publish normalizes a completed sample once, for both age bands. NormalizePressure
+// Prepared is a completed refresh normalized for both age bands. NormalizePressure
 // depends on now only through "is the observation placeable" (checked at read time)
 // and "is it older than MaxAge", so the value at age 0 stands for every age in
 // 0..MaxAge and the value just past MaxAge for every older age.
-func (m *member) publish(observedAt time.Time, s Sample, cl Class) {
-	o := scheduler.Observation{ObservedAt: observedAt, SchedulerCapacity: m.capacity}
+type Prepared struct {
+	young, old scheduler.Pressure
+}
+
+// Prepare normalizes a worker's result for job: pure, so the shell runs it outside
+// the cache lock. The observation time is job.Started (see Complete).
+func Prepare(job Job, s Sample, cl Class) Prepared {
+	o := scheduler.Observation{ObservedAt: job.Started, SchedulerCapacity: job.Capacity}
 	switch cl {
 	case ClassOK:
 		o.Successful = true
@@ -243,10 +261,10 @@ func (m *member) publish(observedAt time.Time, s Sample, cl Class) {
 	default: // ClassUnknown or an out-of-range class: a successful scrape with no signal.
 		o.Successful = true
 	}
-	m.sampled = true
-	m.observedAt = observedAt
-	m.young = scheduler.NormalizePressure(observedAt, o)
-	m.old = scheduler.NormalizePressure(observedAt.Add(scheduler.MaxAge+time.Nanosecond), o)
+	return Prepared{
+		young: scheduler.NormalizePressure(job.Started, o),
+		old:   scheduler.NormalizePressure(job.Started.Add(scheduler.MaxAge+time.Nanosecond), o),
+	}
 }
 
 // overdue reports whether a refresh started at started has run longer than
@@ -255,6 +273,6 @@ func overdue(started, now time.Time) bool {
 	return now.Sub(started) > FetchTimeout
 }
 
-func failedPressure(now time.Time) scheduler.Pressure {
-	return scheduler.NormalizePressure(now, scheduler.Observation{ObservedAt: now})
-}
+// failed is the pressure of a failed refresh. It carries no time, value or signal, so
+// one value serves every failed or overdue refresh and reading it costs no normalizing.
+var failed = scheduler.NormalizePressure(time.Unix(1, 0), scheduler.Observation{ObservedAt: time.Unix(1, 0)})

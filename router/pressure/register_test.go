@@ -126,7 +126,9 @@ func TestNewCoreCopiesSpecs(t *testing.T) {
 	j2, ok := c.Next(t0)
 	require.True(t, ok)
 	// Members are queued in ID order, with their registered endpoints.
-	assert.Equal(t, pressure.Job{Tier: "chat", Member: "a", Endpoint: "http://10.0.0.2:8000", ServedModel: llama, Seq: j1.Seq}, j1)
-	assert.Equal(t, pressure.Job{Tier: "chat", Member: "b", Endpoint: "http://10.0.0.1:8000", ServedModel: llama, Seq: j2.Seq}, j2)
+	assert.Equal(t, pressure.Job{Tier: "chat", Member: "a", Endpoint: "http://10.0.0.2:8000", ServedModel: llama, Seq: j1.Seq,
+		Started: t0, Capacity: 4}, j1)
+	assert.Equal(t, pressure.Job{Tier: "chat", Member: "b", Endpoint: "http://10.0.0.1:8000", ServedModel: llama, Seq: j2.Seq,
+		Started: t0, Capacity: 4}, j2)
 	assert.NotEqual(t, j1.Seq, j2.Seq)
 }
