@@ -88,11 +88,13 @@ func (er *eventReader) readLine() error {
 
 // field applies one non-blank line (without its line ending) to the current event.
 func (er *eventReader) field(line []byte) error {
+	// A bare CR would be a line break in SSE, comments included: refuse, don't guess (a comment
+	// forwarded with one would reach the caller as two lines).
+	if bytes.IndexByte(line, '\r') >= 0 {
+		return ErrMalformedEvent
+	}
 	if line[0] == ':' { // comment
 		return nil
-	}
-	if bytes.IndexByte(line, '\r') >= 0 { // a bare CR would be a line break in SSE: refuse, don't guess
-		return ErrMalformedEvent
 	}
 	name, value, found := bytes.Cut(line, []byte{':'})
 	if found && len(value) > 0 && value[0] == ' ' {
@@ -131,19 +133,25 @@ func inspect(ev event) (eventInfo, error) {
 		info.done = true
 		return info, nil
 	}
-	if !json.Valid(ev.data) {
-		return info, ErrMalformedEvent
-	}
 	info.failed = string(ev.name) == "error"
-	// Only decode when a top-level "error" or "type" key can be present; most chat chunks have neither.
+	// Only decode when a top-level "error" or "type" key can be present; most chat chunks have neither
+	// and need only validating.
 	if !bytes.Contains(ev.data, []byte(`"error"`)) && !bytes.Contains(ev.data, []byte(`"type"`)) {
+		if !json.Valid(ev.data) {
+			return info, ErrMalformedEvent
+		}
 		return info, nil
 	}
 	var probe struct {
 		Error json.RawMessage `json:"error"`
 		Type  string          `json:"type"`
 	}
-	_ = json.Unmarshal(ev.data, &probe) // valid JSON of another shape just leaves the probe empty
+	// Unmarshal validates the whole input before decoding: a syntax error is a malformed event,
+	// while valid JSON of another shape (a type mismatch) just leaves the probe partly empty.
+	var syntax *json.SyntaxError
+	if err := json.Unmarshal(ev.data, &probe); errors.As(err, &syntax) {
+		return info, ErrMalformedEvent
+	}
 	if len(probe.Error) > 0 && string(probe.Error) != "null" {
 		info.failed = true
 	}
