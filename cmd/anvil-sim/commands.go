@@ -22,28 +22,37 @@ func newRun() *cobra.Command {
 		Short: "Run one scenario (a YAML file or an embedded name) and print its report",
 		Args:  exactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			sc, err := loadScenario(args[0])
-			if err != nil {
-				return err
-			}
-			if err := checkScenario(args[0], sc, sc.Strategies); err != nil {
-				return err
-			}
-			r, w, err := simulate(sc, sc.Strategies, &o, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if err := o.write(r, w, cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if !r.Passed {
-				return errGates
-			}
-			return nil
+			return runScenario(cmd, args[0], nil, &o)
 		},
 	}
 	o.flags(cmd.Flags())
 	return cmd
+}
+
+// runScenario loads, checks and runs one scenario under strategies (nil: the scenario's own), writes
+// the reports and fails with errGates when a gate fails.
+func runScenario(cmd *cobra.Command, arg string, strategies []string, o *outputs) error {
+	sc, err := loadScenario(arg)
+	if err != nil {
+		return err
+	}
+	if strategies == nil {
+		strategies = sc.Strategies
+	}
+	if err := checkScenario(arg, sc, strategies); err != nil {
+		return err
+	}
+	r, w, err := simulate(sc, strategies, o, cmd.ErrOrStderr())
+	if err != nil {
+		return err
+	}
+	if err := o.write(r, w, cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	if !r.Passed {
+		return errGates
+	}
+	return nil
 }
 
 func newCompare() *cobra.Command {
@@ -58,24 +67,7 @@ func newCompare() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			sc, err := loadScenario(args[0])
-			if err != nil {
-				return err
-			}
-			if err := checkScenario(args[0], sc, list); err != nil {
-				return err
-			}
-			r, w, err := simulate(sc, list, &o, cmd.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if err := o.write(r, w, cmd.OutOrStdout()); err != nil {
-				return err
-			}
-			if !r.Passed {
-				return errGates
-			}
-			return nil
+			return runScenario(cmd, args[0], list, &o)
 		},
 	}
 	cmd.Flags().StringVar(&strategies, "strategies", "round_robin,capacity", "comma-separated strategies to compare (the first is the ratios' base)")
