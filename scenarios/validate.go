@@ -8,7 +8,7 @@ import (
 
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/fakevllm/profile"
-	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Bounds of a scenario.
@@ -45,8 +45,6 @@ const (
 var (
 	namePattern   = regexp.MustCompile(`^[a-z0-9][a-z0-9-]{0,63}$`)
 	metricPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,127}$`)
-	reasonPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,63}$`)
-	aliasPattern  = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]{0,127}$`)
 )
 
 // Parse decodes and validates one scenario document and applies its defaults.
@@ -88,13 +86,13 @@ func (t *Tier) validate() error {
 	if t.ID == "" {
 		t.ID = DefaultTierID
 	}
-	if !scheduler.ValidID(t.ID) {
+	if !ident.ValidID(t.ID) {
 		return invalid("tier.id", "must be 1-64 characters [a-z0-9._-], starting alphanumeric")
 	}
 	if t.Alias == "" {
 		t.Alias = DefaultAlias
 	}
-	if !aliasPattern.MatchString(t.Alias) {
+	if !ident.ValidAlias(t.Alias) {
 		return invalid("tier.alias", "must be 1-128 characters [a-z0-9._:/-], starting alphanumeric")
 	}
 	if t.ServedModel == "" {
@@ -106,8 +104,8 @@ func (t *Tier) validate() error {
 	if t.MaxConcurrency < 0 || t.Gates.MaxContextTokens < 0 || t.Gates.MaxOutputTokens < 0 {
 		return invalid("tier", "ceilings and gates must not be negative")
 	}
-	if len(t.Members) < scheduler.MinMembers || len(t.Members) > scheduler.MaxMembers {
-		return invalidf("tier.members", "must have %d-%d members", scheduler.MinMembers, scheduler.MaxMembers)
+	if len(t.Members) < ident.MinMembers || len(t.Members) > ident.MaxMembers {
+		return invalidf("tier.members", "must have %d-%d members", ident.MinMembers, ident.MaxMembers)
 	}
 	for i := range t.Members {
 		if err := t.Members[i].validate(fmt.Sprintf("tier.members[%d]", i), t.Members[:i]); err != nil {
@@ -127,7 +125,7 @@ func (t *Tier) validate() error {
 }
 
 func (m *Member) validate(path string, before []Member) error {
-	if !scheduler.ValidID(m.ID) {
+	if !ident.ValidID(m.ID) {
 		return invalid(path+".id", "is required: 1-64 characters [a-z0-9._-], starting alphanumeric")
 	}
 	for _, o := range before {
@@ -135,8 +133,8 @@ func (m *Member) validate(path string, before []Member) error {
 			return invalid(path+".id", "duplicate member id")
 		}
 	}
-	if m.MaxConcurrency < 0 || m.MaxConcurrency > scheduler.MaxCapacity {
-		return invalidf(path+".max_concurrency", "must be 1-%d (0 or absent: none, round robin only)", scheduler.MaxCapacity)
+	if m.MaxConcurrency < 0 || m.MaxConcurrency > ident.MaxCeiling {
+		return invalidf(path+".max_concurrency", "must be 1-%d (0 or absent: none, round robin only)", ident.MaxCeiling)
 	}
 	if m.Profile == "" {
 		m.Profile = profile.Default

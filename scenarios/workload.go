@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 func (s *Scenario) validateWorkload() error {
@@ -196,7 +197,7 @@ func (s *Scenario) validateEvent(e *Event, path string) error {
 		if e.Reason == "" {
 			e.Reason = DefaultReason
 		}
-		if !reasonPattern.MatchString(e.Reason) {
+		if !ident.ValidReason(e.Reason) {
 			return invalid(path+".reason", "must be a reason code: 1-64 characters [a-z0-9._-]")
 		}
 	case ActionDrain, ActionReadmit, ActionKill, ActionRevive:

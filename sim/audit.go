@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -146,7 +147,7 @@ func (w *world) auditDecision(lease *admission.Lease) {
 	st := &w.res.Decisions
 	st.Capacity++
 	rows := d.Scores()
-	st.EligibleSizes[min(len(rows), scheduler.MaxMembers)]++
+	st.EligibleSizes[min(len(rows), ident.MaxMembers)]++
 	for i := range w.views {
 		w.views[i] = w.view(i)
 	}

@@ -5,7 +5,7 @@ import (
 
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Result is everything one run observed, raw: sim/report turns it into statistics. It holds no
@@ -155,7 +155,7 @@ type DecisionStats struct {
 	SelectedFreshness              [4]uint64
 	RowFreshness                   [4]uint64 // every evidence row
 	DecidedBy                      [NumDecided]uint64
-	EligibleSizes                  [scheduler.MaxMembers + 1]uint64
+	EligibleSizes                  [ident.MaxMembers + 1]uint64
 	// The spec's decisive cases: an upstream-unknown member with lower local load beat a fresh
 	// one; at equal local load a fresh member beat an unknown one.
 	UnknownLowerLocalWins, FreshBeatsUnknown uint64

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -80,7 +81,7 @@ func newDecisionsCmd() *cobra.Command {
 // readTolerant reads a capture line by line through the same strict reader, keeping every valid
 // record and counting the rest. Over-long lines are skipped without being buffered whole.
 func readTolerant(r io.Reader) ([]decisionlog.Record, int, error) {
-	br := bufio.NewReaderSize(r, decisionlog.MaxLineBytes+2)
+	br := bufio.NewReaderSize(r, ident.MaxLineBytes+2)
 	var recs []decisionlog.Record
 	var skipped int
 	var first error

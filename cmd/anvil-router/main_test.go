@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // runCmd runs the CLI in-process and returns its exit code and standard output.
@@ -125,7 +126,7 @@ func TestDecisionsSummarizeSkipInvalid(t *testing.T) {
 	}
 	lines := strings.SplitAfter(capture.String(), "\n")
 	require.GreaterOrEqual(t, len(lines), 3)
-	long := strings.Repeat("x", decisionlog.MaxLineBytes+100) + "\n"
+	long := strings.Repeat("x", ident.MaxLineBytes+100) + "\n"
 	broken := lines[0] + "{\"not\":\"a record\"}\n" + long + lines[1] + lines[2][:10] // the last line is cut short
 	path := filepath.Join(t.TempDir(), "broken.jsonl")
 	require.NoError(t, os.WriteFile(path, []byte(broken), 0o600))

@@ -3,6 +3,7 @@ package admission
 import (
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -10,12 +11,12 @@ import (
 // the worst case for the acquire path (every member is a ranked candidate).
 func benchTier(b *testing.B, s Strategy) (*TierAdmission, map[string]bool, map[string]scheduler.Pressure) {
 	b.Helper()
-	ceilings := make([]int64, MaxMembers)
+	ceilings := make([]int64, ident.MaxMembers)
 	for i := range ceilings {
-		ceilings[i] = MaxMemberConcurrency
+		ceilings[i] = ident.MaxCeiling
 	}
 	tier := newTierT(b, replicaSpec("bench", s, 0, ceilings...))
-	ids := memberIDs(MaxMembers)
+	ids := memberIDs(ident.MaxMembers)
 	ready := allReady(ids...)
 	pressure := make(map[string]scheduler.Pressure, len(ids))
 	for i, id := range ids {

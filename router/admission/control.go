@@ -3,12 +3,14 @@ package admission
 import (
 	"context"
 	"fmt"
+
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Quiesce stops new admissions to the whole tier (every member) with a reason
 // code. In-flight leases are untouched. Quiescing again replaces the reason.
 func (t *TierAdmission) Quiesce(reason string) error {
-	if !ValidReason(reason) {
+	if !ident.ValidReason(reason) {
 		return ErrInvalidReason
 	}
 	t.mu.Lock()
@@ -24,7 +26,7 @@ func (t *TierAdmission) QuiesceMember(member, reason string) error {
 	if err != nil {
 		return err
 	}
-	if !ValidReason(reason) {
+	if !ident.ValidReason(reason) {
 		return ErrInvalidReason
 	}
 	t.mu.Lock()

@@ -9,6 +9,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -39,7 +40,7 @@ func (m *model) tierActive() int64 {
 
 func genSpec(t *rapid.T) TierSpec {
 	strategy := rapid.SampledFrom([]Strategy{StrategyRoundRobin, StrategyCapacity}).Draw(t, "strategy")
-	n := rapid.IntRange(MinMembers, MaxMembers).Draw(t, "members")
+	n := rapid.IntRange(ident.MinMembers, ident.MaxMembers).Draw(t, "members")
 	minCeil := int64(0)
 	if strategy == StrategyCapacity {
 		minCeil = 1

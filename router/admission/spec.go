@@ -5,15 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/anvil-llm/anvil/router/scheduler"
-)
-
-// Bounds of the qualified-replica contract.
-const (
-	MinMembers           = scheduler.MinMembers  // members per replica tier, at least
-	MaxMembers           = scheduler.MaxMembers  // members per replica tier, at most
-	MaxMemberConcurrency = scheduler.MaxCapacity // member ceiling, at most
-	maxReasonLen         = 64
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Strategy selects how a replica tier picks its member.
@@ -76,24 +68,6 @@ type TierSpec struct {
 	Members        []MemberSpec
 }
 
-// ValidReason reports whether s is a reason code: 1-64 characters matching
-// ^[a-z0-9][a-z0-9._-]*$.
-func ValidReason(s string) bool {
-	if len(s) == 0 || len(s) > maxReasonLen {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // Set holds the admission state of every configured tier. It is immutable after
 // New; all mutable state lives behind each tier's own lock.
 type Set struct {
@@ -121,7 +95,7 @@ func New(specs []TierSpec) (*Set, error) {
 }
 
 func specError(i int, id string, err error) error {
-	if scheduler.ValidID(id) {
+	if ident.ValidID(id) {
 		return fmt.Errorf("%w: tier %q: %v", ErrInvalidSpec, id, err)
 	}
 	return fmt.Errorf("%w: tier #%d: %v", ErrInvalidSpec, i, err)
@@ -147,7 +121,7 @@ func (s *Set) Snapshots() []Snapshot {
 }
 
 func validateTier(spec TierSpec) error {
-	if !scheduler.ValidID(spec.ID) {
+	if !ident.ValidID(spec.ID) {
 		return fmt.Errorf("invalid tier id")
 	}
 	if spec.MaxConcurrency < 0 {
@@ -172,12 +146,12 @@ func validateTier(spec TierSpec) error {
 }
 
 func validateMembers(spec TierSpec) error {
-	if n := len(spec.Members); n < MinMembers || n > MaxMembers {
-		return fmt.Errorf("replica tiers need %d-%d members, got %d", MinMembers, MaxMembers, n)
+	if n := len(spec.Members); n < ident.MinMembers || n > ident.MaxMembers {
+		return fmt.Errorf("replica tiers need %d-%d members, got %d", ident.MinMembers, ident.MaxMembers, n)
 	}
 	seen := make(map[string]bool, len(spec.Members))
 	for i, m := range spec.Members {
-		if !scheduler.ValidID(m.ID) {
+		if !ident.ValidID(m.ID) {
 			return fmt.Errorf("member #%d: invalid member id", i)
 		}
 		if seen[m.ID] {
@@ -185,8 +159,8 @@ func validateMembers(spec TierSpec) error {
 		}
 		seen[m.ID] = true
 		switch {
-		case m.MaxConcurrency < 0 || m.MaxConcurrency > MaxMemberConcurrency:
-			return fmt.Errorf("member %q: max_concurrency must be 1-%d (0 = none, round robin only)", m.ID, MaxMemberConcurrency)
+		case m.MaxConcurrency < 0 || m.MaxConcurrency > ident.MaxCeiling:
+			return fmt.Errorf("member %q: max_concurrency must be 1-%d (0 = none, round robin only)", m.ID, ident.MaxCeiling)
 		case m.MaxConcurrency == 0 && spec.Strategy == StrategyCapacity:
 			return fmt.Errorf("member %q: max_concurrency is mandatory in capacity mode", m.ID)
 		}

@@ -112,31 +112,6 @@ func TestNewEmpty(t *testing.T) {
 	assert.Empty(t, set.IDs())
 }
 
-func TestValidReason(t *testing.T) {
-	tests := []struct {
-		reason string
-		want   bool
-	}{
-		{"maintenance", true},
-		{"0", true},
-		{"gpu-swap_2.b", true},
-		{strings.Repeat("a", 64), true},
-		{"", false},
-		{strings.Repeat("a", 65), false},
-		{"-lead", false},
-		{".lead", false},
-		{"Upper", false},
-		{"has space", false},
-		{"slash/no", false},
-		{"ünï", false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.reason, func(t *testing.T) {
-			assert.Equal(t, tt.want, ValidReason(tt.reason))
-		})
-	}
-}
-
 func TestEnumStrings(t *testing.T) {
 	assert.Equal(t, "round_robin", StrategyRoundRobin.String())
 	assert.Equal(t, "capacity", StrategyCapacity.String())

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -148,8 +149,8 @@ func (t *TierAdmission) AcquireMember(ready map[string]bool, pressure map[string
 // inputs is the per-call copy of the caller's maps, indexed by sorted member.
 // Fixed-size arrays keep it on the stack.
 type inputs struct {
-	ready    [MaxMembers]bool
-	pressure [MaxMembers]scheduler.Pressure
+	ready    [ident.MaxMembers]bool
+	pressure [ident.MaxMembers]scheduler.Pressure
 }
 
 // copyInputs copies and validates the caller's maps. It looks every configured
@@ -228,7 +229,7 @@ func (t *TierAdmission) walkLocked(in *inputs) (int, error) {
 // its current (pre-reservation) count, and the pure scheduler picks. The
 // decision is written into d (the lease's field) to avoid copying it around.
 func (t *TierAdmission) rankLocked(in *inputs, d *scheduler.Decision) (int, error) {
-	var buf [MaxMembers]scheduler.Candidate
+	var buf [ident.MaxMembers]scheduler.Candidate
 	cands := buf[:len(t.members)]
 	for i := range cands {
 		c, err := scheduler.NewCandidate(t.memberIDs[i], t.eligibleLocked(in, i), t.members[i].active, t.ceilings[i], in.pressure[i])

@@ -7,16 +7,12 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
 // Grammars of configured names. Tier and member IDs use the shared
-// identifier grammar of the contract, scheduler.ValidID; aliases extend it
+// identifier grammar of the contract, ident.ValidID; aliases extend it
 // with ':' and '/' (model names such as "org/model:tag") and 128 characters.
 var (
-	aliasPattern    = regexp.MustCompile(`^[a-z0-9][a-z0-9._:/-]{0,127}$`)
 	envNamePattern  = regexp.MustCompile(`^[A-Z_][A-Z0-9_]{0,127}$`)
 	tokenPattern    = regexp.MustCompile(`^[A-Za-z0-9._~+/-]+=*$`) // RFC 6750 b64token
 	pathSegPattern  = regexp.MustCompile(`^[A-Za-z0-9._~-]+$`)
@@ -37,11 +33,6 @@ const (
 	maxTextLen     = 256
 	maxAPIKeyLen   = 4096
 )
-
-func validID(s string) bool { return scheduler.ValidID(s) }
-
-// validAlias also refuses what a decision record may not carry: URL-like and address-like aliases.
-func validAlias(s string) bool { return aliasPattern.MatchString(s) && decisionlog.ValidAlias(s) }
 
 func validToken(s string) bool {
 	return len(s) >= minTokenLen && len(s) <= maxTokenLen && tokenPattern.MatchString(s)

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/assert"
 	"pgregory.net/rapid"
 )
@@ -17,7 +18,7 @@ var (
 )
 
 // TestIDGrammarsMatchContract: the ID check config uses
-// (scheduler.ValidID) and the alias check agree with the contract's
+// (ident.ValidID) and the alias check agree with the contract's
 // regular expressions on arbitrary strings over a hostile alphabet.
 // addressLiteral reports whether s is an IP address, with or without a port.
 func addressLiteral(s string) bool {
@@ -33,22 +34,22 @@ func TestIDGrammarsMatchContract(t *testing.T) {
 		s := rapid.StringOfN(rapid.SampledFrom([]rune("az09._-:/A \n\x00é")), 0, 140, -1).Draw(t, "s")
 		// The grammars, minus what a decision record may never carry: address literals and URLs.
 		wantID := contractID.MatchString(s) && !addressLiteral(s)
-		if validID(s) != wantID {
-			t.Fatalf("validID(%q) = %v, contract says %v", s, validID(s), wantID)
+		if ident.ValidID(s) != wantID {
+			t.Fatalf("ident.ValidID(%q) = %v, contract says %v", s, ident.ValidID(s), wantID)
 		}
 		wantAlias := contractAlias.MatchString(s) && !addressLiteral(s) && !strings.Contains(s, "//")
-		if validAlias(s) != wantAlias {
-			t.Fatalf("validAlias(%q) = %v, contract says %v", s, validAlias(s), wantAlias)
+		if ident.ValidAlias(s) != wantAlias {
+			t.Fatalf("ident.ValidAlias(%q) = %v, contract says %v", s, ident.ValidAlias(s), wantAlias)
 		}
 	})
 	for _, s := range []string{"a", "0", "a.b_c-d", strings.Repeat("a", 64)} {
-		assert.True(t, validID(s), s)
+		assert.True(t, ident.ValidID(s), s)
 	}
 	for _, s := range []string{"", "A", ".a", "-a", "_a", "a/b", "a:b", strings.Repeat("a", 65), "a b", "é", "10.0.0.5"} {
-		assert.False(t, validID(s), s)
+		assert.False(t, ident.ValidID(s), s)
 	}
 	for _, s := range []string{"a::", "::1", "127.0.0.1:8000", "http://x", "a//b"} {
-		assert.False(t, validAlias(s), s)
+		assert.False(t, ident.ValidAlias(s), s)
 	}
 }
 

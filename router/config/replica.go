@@ -1,6 +1,10 @@
 package config
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/ident"
+)
 
 // replica validates the qualified-replica contract at load: one declared
 // host that every member endpoint is on, one served model and one declared
@@ -34,8 +38,8 @@ func (b *tierBuilder) replica(rt rawTier, path string, t *Tier) error {
 			return invalid(path+".replica_strategy", "must be round_robin or capacity")
 		}
 	}
-	if len(rt.Members) < minMembers || len(rt.Members) > maxMembers {
-		return invalidf(path+".members", "must have %d-%d members", minMembers, maxMembers)
+	if len(rt.Members) < ident.MinMembers || len(rt.Members) > ident.MaxMembers {
+		return invalidf(path+".members", "must have %d-%d members", ident.MinMembers, ident.MaxMembers)
 	}
 	if err := b.members(rt.Members, path, t); err != nil {
 		return err
@@ -51,7 +55,7 @@ func (b *tierBuilder) members(raws []rawMember, path string, t *Tier) error {
 		if rm.ID == nil {
 			return invalid(mp+".id", "is required")
 		}
-		if !validID(*rm.ID) {
+		if !ident.ValidID(*rm.ID) {
 			return invalid(mp+".id", idRule)
 		}
 		if ids[*rm.ID] {
@@ -68,7 +72,7 @@ func (b *tierBuilder) members(raws []rawMember, path string, t *Tier) error {
 		if ep.host != t.Host {
 			return invalid(mp+".endpoint", "host must equal the tier host")
 		}
-		ceiling, err := intIn(rm.MaxConcurrency, 0, minMemberConcurrency, maxMemberConcurrency, mp+".max_concurrency")
+		ceiling, err := intIn(rm.MaxConcurrency, 0, ident.MinCeiling, ident.MaxCeiling, mp+".max_concurrency")
 		if err != nil {
 			return err
 		}
@@ -115,7 +119,7 @@ func buildAliases(raws []rawAlias, tierIDs map[string]int) ([]Alias, map[string]
 		if ra.ID == nil {
 			return nil, nil, invalid(path+".id", "is required")
 		}
-		if !validAlias(*ra.ID) {
+		if !ident.ValidAlias(*ra.ID) {
 			return nil, nil, invalid(path+".id", aliasRule)
 		}
 		if _, dup := index[*ra.ID]; dup {

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Defaults and bounds of the scalar settings. CONFIGURATION.md lists the
@@ -22,7 +22,7 @@ const (
 	defaultShutdownGrace, minShutdownGrace, maxShutdownGrace = 30 * time.Second, 0, 10 * time.Minute
 
 	defaultRingSize, minRingSize, maxRingSize             = 1024, 1, 100000
-	defaultMaxLineBytes, minMaxLineBytes, maxMaxLineBytes = decisionlog.MaxLineBytes, decisionlog.MinLineBytes, decisionlog.MaxLineBytes
+	defaultMaxLineBytes, minMaxLineBytes, maxMaxLineBytes = ident.MaxLineBytes, ident.MinLineBytes, ident.MaxLineBytes
 
 	defaultReadinessInterval, minReadinessInterval, maxReadinessInterval = 2 * time.Second, 100 * time.Millisecond, time.Minute
 	defaultReadinessTimeout, minReadinessTimeout, maxReadinessTimeout    = time.Second, 100 * time.Millisecond, 30 * time.Second

@@ -3,7 +3,7 @@ package config
 import (
 	"fmt"
 
-	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Bounds of the tier graph. Members per replica tier and the member
@@ -11,15 +11,10 @@ import (
 // members is the pressure cache's registration bound, refused here so the
 // router never starts with a configuration its cache would reject.
 const (
-	maxTiers             = 256
-	maxAliases           = 1024
-	minMembers           = scheduler.MinMembers // 2
-	maxMembers           = scheduler.MaxMembers // 16
-	maxCapacityMembers   = 256
-	minMemberConcurrency = 1
-	maxMemberConcurrency = scheduler.MaxCapacity // 100000
-	maxTierConcurrency   = 1000000
-	maxContextTokens     = 10000000
+	maxTiers           = 256
+	maxAliases         = 1024
+	maxTierConcurrency = 1000000
+	maxContextTokens   = 10000000
 )
 
 // tierBuilder carries the cross-tier state: tier IDs and every endpoint
@@ -51,8 +46,8 @@ func buildTiers(raws []rawTier, lookup func(string) (string, bool)) ([]Tier, map
 		}
 		tiers = append(tiers, t)
 	}
-	if capacityMembers > maxCapacityMembers {
-		return nil, nil, invalidf("tiers", "at most %d members across capacity tiers", maxCapacityMembers)
+	if capacityMembers > ident.MaxCapacityMembers {
+		return nil, nil, invalidf("tiers", "at most %d members across capacity tiers", ident.MaxCapacityMembers)
 	}
 	return tiers, b.ids, nil
 }
@@ -93,7 +88,7 @@ func (b *tierBuilder) tierID(p *string, path string) (string, error) {
 	if p == nil {
 		return "", invalid(path, "is required")
 	}
-	if !validID(*p) {
+	if !ident.ValidID(*p) {
 		return "", invalid(path, idRule)
 	}
 	if _, dup := b.ids[*p]; dup {

@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"time"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -57,7 +58,7 @@ func (c *scanner) decision() (scheduler.Decision, bool) {
 			sep = ""
 		}
 		eligible = append(eligible, c.str(sep))
-		c.ok = c.ok && i < scheduler.MaxMembers
+		c.ok = c.ok && i < ident.MaxMembers
 	}
 	c.lit(`,"scores":[`)
 	var scores []scheduler.Score
@@ -67,14 +68,14 @@ func (c *scanner) decision() (scheduler.Decision, bool) {
 		}
 		s, ok := c.score()
 		scores = append(scores, s)
-		c.ok = c.ok && ok && i < scheduler.MaxMembers
+		c.ok = c.ok && ok && i < ident.MaxMembers
 	}
 	c.lit("}")
 	if !c.ok || err != nil {
 		return scheduler.Decision{}, false
 	}
 	for _, id := range eligible {
-		if !ValidTierOrMemberID(id) {
+		if !ident.ValidID(id) {
 			return scheduler.Decision{}, false
 		}
 	}
@@ -100,7 +101,7 @@ func (c *scanner) score() (scheduler.Score, bool) {
 	f, err := scheduler.ParseFreshness(c.str(`,"freshness":`))
 	rank := c.int(`,"rotating_rank":`)
 	c.lit("}")
-	if !c.ok || err != nil || rank < 0 || rank >= scheduler.MaxMembers || !ValidTierOrMemberID(id) {
+	if !c.ok || err != nil || rank < 0 || rank >= ident.MaxMembers || !ident.ValidID(id) {
 		return scheduler.Score{}, false
 	}
 	s, serr := scheduler.NewScore(id, active, capacity, unknown, ppm, hasPPM, f, int(rank))

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -89,7 +90,7 @@ func (t tokens) object(path string, keys []string, optional string, field func(i
 	return nil
 }
 
-// array reads an array of at most scheduler.MaxMembers items, calling item for each.
+// array reads an array of at most ident.MaxMembers items, calling item for each.
 func (t tokens) array(path string, item func(i int, path string) error) error {
 	tok, err := t.next()
 	if err != nil {
@@ -99,7 +100,7 @@ func (t tokens) array(path string, item func(i int, path string) error) error {
 		return &fieldError{path, ErrWrongType}
 	}
 	for i := 0; t.dec.More(); i++ {
-		if i == scheduler.MaxMembers {
+		if i == ident.MaxMembers {
 			return &fieldError{path, ErrTooManyItems}
 		}
 		if err := item(i, path+"["+strconv.Itoa(i)+"]"); err != nil {
@@ -277,7 +278,7 @@ func (t tokens) decision(path string) (scheduler.Decision, error) {
 			eligible = []string{}
 			return t.array(p, func(_ int, ip string) error {
 				s, err := t.str(ip)
-				if err == nil && !ValidTierOrMemberID(s) {
+				if err == nil && !ident.ValidID(s) {
 					err = &fieldError{ip, ErrInvalidValue}
 				}
 				eligible = append(eligible, s)
@@ -314,13 +315,13 @@ func (t tokens) score(path string) (scheduler.Score, error) {
 		var err error
 		switch i {
 		case 0:
-			if id, err = t.str(p); err == nil && !ValidTierOrMemberID(id) {
+			if id, err = t.str(p); err == nil && !ident.ValidID(id) {
 				err = &fieldError{p, ErrInvalidValue}
 			}
 		case 1:
 			active, _, err = t.integer(p, 0, scheduler.MaxActive, false)
 		case 2:
-			capacity, _, err = t.integer(p, 1, scheduler.MaxCapacity, false)
+			capacity, _, err = t.integer(p, 1, ident.MaxCeiling, false)
 		case 3:
 			unknown, err = t.boolean(p)
 		case 4:
@@ -333,7 +334,7 @@ func (t tokens) score(path string) (scheduler.Score, error) {
 				}
 			}
 		default:
-			rank, _, err = t.integer(p, 0, scheduler.MaxMembers-1, false)
+			rank, _, err = t.integer(p, 0, ident.MaxMembers-1, false)
 		}
 		return err
 	})

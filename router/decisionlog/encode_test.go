@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -88,16 +89,16 @@ func TestMillis(t *testing.T) {
 // worstCase is the longest valid record: maximal IDs and 16 score rows with the widest
 // numbers the scheduler accepts.
 func worstCase(t testing.TB) Record {
-	ms := make([]member, scheduler.MaxMembers)
+	ms := make([]member, ident.MaxMembers)
 	for i := range ms {
-		id := strings.Repeat("m", scheduler.MaxIDLength-2) + string(rune('a'+i)) + "x"
-		ms[i] = member{id, true, 99_999, scheduler.MaxCapacity, fresh(t, scheduler.MaxPressurePPM)}
+		id := strings.Repeat("m", ident.MaxIDLength-2) + string(rune('a'+i)) + "x"
+		ms[i] = member{id, true, 99_999, ident.MaxCeiling, fresh(t, scheduler.MaxPressurePPM)}
 	}
 	d := rank(t, 0, ms...)
 	sel, _ := d.SelectedMemberID()
 	return Record{
-		RequestID: strings.Repeat("R", MaxRequestIDLength), Alias: strings.Repeat("a", MaxAliasLength),
-		Tier: strings.Repeat("t", scheduler.MaxIDLength), Member: sel, Route: RouteReplica,
+		RequestID: strings.Repeat("R", ident.MaxRequestIDLength), Alias: strings.Repeat("a", ident.MaxAliasLength),
+		Tier: strings.Repeat("t", ident.MaxIDLength), Member: sel, Route: RouteReplica,
 		Strategy: StrategyCapacity, Outcome: OutcomeUpstreamTransportError, Attempts: 1, Status: 502,
 		Start: t0, Duration: MaxDuration, FirstByte: MaxDuration, ReplicaScheduler: &d,
 	}
@@ -109,6 +110,6 @@ func TestDefaultLineBoundHoldsEveryValidRecord(t *testing.T) {
 	require.NoError(t, err)
 	require.NotNil(t, n.rec.ReplicaScheduler)
 	line := appendJSON(nil, &n.rec)
-	assert.Less(t, len(line), MaxLineBytes)
+	assert.Less(t, len(line), ident.MaxLineBytes)
 	assert.Greater(t, len(line), 4000, "the worst case really is large")
 }

@@ -1,9 +1,9 @@
 package decisionlog
 
 import (
-	"errors"
 	"fmt"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -11,8 +11,8 @@ import (
 // evidence is always something NewScore and NewDecision accept, whatever its origin.
 // The copies go through fixed-size arrays, so evidence costs no allocation on the request path.
 func rebuildDecision(d scheduler.Decision) (scheduler.Decision, error) {
-	var scoreBuf [scheduler.MaxMembers]scheduler.Score
-	var idBuf [scheduler.MaxMembers]string
+	var scoreBuf [ident.MaxMembers]scheduler.Score
+	var idBuf [ident.MaxMembers]string
 	n := d.EligibleCount()
 	for i := range n {
 		s := d.Score(i)
@@ -25,18 +25,11 @@ func rebuildDecision(d scheduler.Decision) (scheduler.Decision, error) {
 		scoreBuf[i] = c
 	}
 	for j := range n {
-		id := d.EligibleID(j)
-		if addressLike(id) {
-			return scheduler.Decision{}, errAddressID
-		}
-		idBuf[j] = id
+		idBuf[j] = d.EligibleID(j) // NewDecision checks each against ident.ValidID, which refuses addresses
 	}
 	sel, has := d.SelectedMemberID()
 	return scheduler.NewDecision(sel, has, d.Reason(), idBuf[:n], scoreBuf[:n])
 }
-
-// errAddressID refuses evidence naming a member whose ID is an IP address literal.
-var errAddressID = errors.New("decisionlog: member id is an address")
 
 // evidenceFits reports whether a (validated) decision may ride on r: only an admitted
 // capacity-strategy replica record whose member is the selected member, reason
@@ -108,13 +101,13 @@ func fitsMembership(c scheduler.Decision, members map[string]int64) error {
 }
 
 // checkMembership validates one tier's configured membership: 2-16 valid member IDs,
-// each with a ceiling of 1..scheduler.MaxCapacity.
+// each with a ceiling of 1..ident.MaxCeiling.
 func checkMembership(members map[string]int64) error {
-	if len(members) < scheduler.MinMembers || len(members) > scheduler.MaxMembers {
+	if len(members) < ident.MinMembers || len(members) > ident.MaxMembers {
 		return fmt.Errorf("%w: membership must have 2-16 members", ErrInvalidEvidence)
 	}
 	for id, ceiling := range members {
-		if !scheduler.ValidID(id) || ceiling < 1 || ceiling > scheduler.MaxCapacity {
+		if !ident.ValidID(id) || ceiling < 1 || ceiling > ident.MaxCeiling {
 			return fmt.Errorf("%w: malformed membership", ErrInvalidEvidence)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -110,7 +111,7 @@ func TestValidateEvidence(t *testing.T) {
 		{"one member", d, map[string]int64{"m1": 4}, "decisionlog: invalid scheduler evidence: membership must have 2-16 members"},
 		{"bad member id", d, map[string]int64{"m1": 4, "M2": 4}, "decisionlog: invalid scheduler evidence: malformed membership"},
 		{"zero ceiling", d, map[string]int64{"m1": 4, "m2": 0}, "decisionlog: invalid scheduler evidence: malformed membership"},
-		{"huge ceiling", d, map[string]int64{"m1": 4, "m2": scheduler.MaxCapacity + 1}, "decisionlog: invalid scheduler evidence: malformed membership"},
+		{"huge ceiling", d, map[string]int64{"m1": 4, "m2": ident.MaxCeiling + 1}, "decisionlog: invalid scheduler evidence: malformed membership"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

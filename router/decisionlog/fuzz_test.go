@@ -11,6 +11,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -204,7 +205,7 @@ func perturb(t *rapid.T, r *Record) {
 }
 
 func genDecision(t *rapid.T) scheduler.Decision {
-	n := rapid.IntRange(scheduler.MinMembers, scheduler.MaxMembers).Draw(t, "members")
+	n := rapid.IntRange(ident.MinMembers, ident.MaxMembers).Draw(t, "members")
 	cands := make([]scheduler.Candidate, n)
 	for i := range cands {
 		capacity := rapid.Int64Range(1, 8).Draw(t, "capacity")

@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"errors"
 	"io"
+
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // MaxReadRecords bounds ReadJSONL's record limit.
@@ -14,7 +16,7 @@ const MaxReadRecords = 1_000_000
 // returns at most maxRecords records (1..MaxReadRecords; more is an error, never a
 // silent truncation).
 //
-// It accepts exactly the writer's output: every line at most MaxLineBytes and
+// It accepts exactly the writer's output: every line at most ident.MaxLineBytes and
 // newline-terminated, one object per line with the closed key set (replica_scheduler
 // optional), no duplicate or unknown keys, exact JSON types (integers without fraction
 // or exponent), defined enum spellings, lists of at most 16 items, IDs in their
@@ -31,7 +33,7 @@ func ReadJSONL(r io.Reader, maxRecords int) ([]Record, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var out []Record
 	for n := 1; ; n++ {
-		line, err := readLine(br, MaxLineBytes)
+		line, err := readLine(br, ident.MaxLineBytes)
 		if err == io.EOF {
 			return out, nil
 		}

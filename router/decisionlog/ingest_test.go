@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -101,8 +102,8 @@ func TestReadJSONLRejections(t *testing.T) {
 		// Framing.
 		{"empty line", "\n", "line 1: empty line", ErrEmptyLine},
 		{"missing newline", capLine, "line 1: missing final newline", ErrMissingNewline},
-		{"too long", strings.Repeat(" ", MaxLineBytes+1) + "\n", "line 1: line too long", ErrLineTooLong},
-		{"longest line is parsed", strings.Repeat(" ", MaxLineBytes) + "\n", "line 1: malformed json", ErrSyntax},
+		{"too long", strings.Repeat(" ", ident.MaxLineBytes+1) + "\n", "line 1: line too long", ErrLineTooLong},
+		{"longest line is parsed", strings.Repeat(" ", ident.MaxLineBytes) + "\n", "line 1: malformed json", ErrSyntax},
 		{"second line", capLine + "\n" + "{\n", "line 2: malformed json", ErrSyntax},
 		{"not json", "hello\n", "line 1: malformed json", ErrSyntax},
 		{"truncated", capLine[:100] + "\n", "line 1: malformed json", ErrSyntax},

@@ -6,18 +6,12 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Bounds of a Log's configuration.
 const (
 	MaxRingSize = 1_000_000
-	// MaxLineBytes bounds one JSONL line, newline excluded, for the writer (default and
-	// largest setting) and for ReadJSONL, so ingestion accepts every line a writer
-	// writes. The largest valid record (longest IDs, 16 score rows with maximal
-	// numbers) is about 4.5 KiB, so at this bound nothing valid is ever dropped.
-	MaxLineBytes = 8192
-	MinLineBytes = 256
 )
 
 // Option configures a Log.
@@ -29,7 +23,7 @@ type options struct {
 }
 
 // WithMaxLineBytes lowers the sink's line bound (newline excluded), within
-// MinLineBytes..MaxLineBytes. A longer line is dropped whole and counted in
+// ident.MinLineBytes..MaxLineBytes. A longer line is dropped whole and counted in
 // Stats.SinkOversize; it is never truncated mid-JSON. The ring still keeps the record.
 func WithMaxLineBytes(n int) Option { return func(o *options) { o.maxLine = n } }
 
@@ -79,15 +73,15 @@ type Log struct {
 // a file opened for append). The Log does not own the sink: the caller closes it after
 // Close. Errors wrap ErrConfig or ErrInvalidEvidence.
 func New(ringSize int, sink io.Writer, opts ...Option) (*Log, error) {
-	o := options{maxLine: MaxLineBytes}
+	o := options{maxLine: ident.MaxLineBytes}
 	for _, opt := range opts {
 		opt(&o)
 	}
 	if ringSize < 1 || ringSize > MaxRingSize {
 		return nil, fmt.Errorf("%w: ring size must be 1-%d", ErrConfig, MaxRingSize)
 	}
-	if o.maxLine < MinLineBytes || o.maxLine > MaxLineBytes {
-		return nil, fmt.Errorf("%w: line bound must be %d-%d", ErrConfig, MinLineBytes, MaxLineBytes)
+	if o.maxLine < ident.MinLineBytes || o.maxLine > ident.MaxLineBytes {
+		return nil, fmt.Errorf("%w: line bound must be %d-%d", ErrConfig, ident.MinLineBytes, ident.MaxLineBytes)
 	}
 	membership, err := copyMembership(o.membership)
 	if err != nil {
@@ -108,7 +102,7 @@ func copyMembership(tiers map[string]map[string]int64) (map[string]map[string]in
 	}
 	out := make(map[string]map[string]int64, len(tiers))
 	for tier, members := range tiers {
-		if !scheduler.ValidID(tier) {
+		if !ident.ValidID(tier) {
 			return nil, fmt.Errorf("%w: malformed membership", ErrInvalidEvidence)
 		}
 		if err := checkMembership(members); err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -42,8 +43,8 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 		{"zero ring", 0, nil, ErrConfig},
 		{"negative ring", -1, nil, ErrConfig},
 		{"huge ring", MaxRingSize + 1, nil, ErrConfig},
-		{"tiny line bound", 8, []Option{WithMaxLineBytes(MinLineBytes - 1)}, ErrConfig},
-		{"huge line bound", 8, []Option{WithMaxLineBytes(MaxLineBytes + 1)}, ErrConfig},
+		{"tiny line bound", 8, []Option{WithMaxLineBytes(ident.MinLineBytes - 1)}, ErrConfig},
+		{"huge line bound", 8, []Option{WithMaxLineBytes(ident.MaxLineBytes + 1)}, ErrConfig},
 		{"bad tier id", 8, []Option{WithMembership(map[string]map[string]int64{"Pool": membership3()})}, ErrInvalidEvidence},
 		{"one member", 8, []Option{WithMembership(map[string]map[string]int64{"pool": {"m1": 4}})}, ErrInvalidEvidence},
 		{"zero ceiling", 8, []Option{WithMembership(map[string]map[string]int64{"pool": {"m1": 4, "m2": 0}})}, ErrInvalidEvidence},
@@ -54,7 +55,7 @@ func TestNewRefusesBadConfiguration(t *testing.T) {
 			assert.ErrorIs(t, err, tc.want)
 		})
 	}
-	l, err := New(MaxRingSize, io.Discard, WithMaxLineBytes(MinLineBytes))
+	l, err := New(MaxRingSize, io.Discard, WithMaxLineBytes(ident.MinLineBytes))
 	require.NoError(t, err)
 	assert.NotNil(t, l)
 }
@@ -116,7 +117,7 @@ func TestAddNormalizesStart(t *testing.T) {
 
 func TestLineBoundDropsWholeLines(t *testing.T) {
 	var sink bytes.Buffer
-	l := mustLog(t, 8, &sink, WithMaxLineBytes(MinLineBytes))
+	l := mustLog(t, 8, &sink, WithMaxLineBytes(ident.MinLineBytes))
 	require.NoError(t, l.Add(directRecord()))
 	require.NoError(t, l.Add(worstCase(t)))
 	require.NoError(t, l.Add(refusedRecord()))

@@ -1,10 +1,9 @@
 package decisionlog
 
 import (
-	"net/netip"
-	"strings"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -93,8 +92,6 @@ const (
 	// valid ID because no grammar allows a leading '-'.
 	InvalidMarker = "-invalid-"
 
-	MaxRequestIDLength = 128
-	MaxAliasLength     = 128
 	// MaxDuration bounds Duration and FirstByte: serialized integers stay below 2^53.
 	MaxDuration = time.Duration(1<<53 - 1)
 )
@@ -110,7 +107,7 @@ const (
 //     no member and no strategy; RouteReplica has a tier and a strategy, and a member
 //     whenever an attempt was made.
 //
-// IDs are sanitized instead (ValidRequestID, ValidAlias, ValidTierOrMemberID): a
+// IDs are sanitized instead (ident.ValidRequestID, ident.ValidAlias, ident.ValidID): a
 // failing ID becomes InvalidMarker, as does an empty RequestID; an empty Alias, Tier or
 // Member means "none". No ID may be an IP address, with or without a port. The server
 // records only configured aliases, never the caller's unresolved model string.
@@ -136,61 +133,6 @@ type Record struct {
 	ReplicaScheduler *scheduler.Decision
 }
 
-// ValidRequestID reports whether s is a storable request ID: 1-128 characters of
-// [A-Za-z0-9._-], starting alphanumeric, and not an IP address.
-func ValidRequestID(s string) bool {
-	if len(s) == 0 || len(s) > MaxRequestIDLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-'):
-		default:
-			return false
-		}
-	}
-	return !addressLike(s)
-}
-
-// ValidAlias reports whether s is a storable alias: the config alias grammar, minus
-// anything shaped like a URL ("//") or an IP address with or without a port.
-func ValidAlias(s string) bool {
-	if len(s) == 0 || len(s) > MaxAliasLength {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case i > 0 && (c == '.' || c == '_' || c == '-' || c == '/' || c == ':'):
-		default:
-			return false
-		}
-	}
-	return !strings.Contains(s, "//") && !addressLike(s)
-}
-
-// ValidTierOrMemberID reports whether s is a storable tier or member ID. It is
-// scheduler.ValidID, which already refuses the one address form its grammar admits
-// (dotted IPv4); the extra address check keeps this gate safe should that grammar ever widen.
-func ValidTierOrMemberID(s string) bool { return scheduler.ValidID(s) && !addressLike(s) }
-
-// addressLike reports whether s parses as an IP address, with or without a port.
-// Strings that cannot be addresses are ruled out first: the parsers allocate their
-// errors, and Add checks four IDs per record.
-func addressLike(s string) bool {
-	if !strings.ContainsAny(s, "%[") && strings.IndexFunc(s, notAddressRune) >= 0 {
-		return false
-	}
-	if _, err := netip.ParseAddr(s); err == nil {
-		return true
-	}
-	_, err := netip.ParseAddrPort(s)
-	return err == nil
-}
-
 // idRule is the grammar of one ID field, named by its JSON key.
 type idRule struct {
 	name     string
@@ -203,10 +145,10 @@ func (f idRule) accepts(v string) bool {
 	return v == InvalidMarker || (f.optional && v == "") || f.valid(v)
 }
 
-func requestIDRule() idRule { return idRule{"request_id", ValidRequestID, false} }
-func aliasRule() idRule     { return idRule{"alias", ValidAlias, true} }
-func tierRule() idRule      { return idRule{"tier", ValidTierOrMemberID, true} }
-func memberRule() idRule    { return idRule{"member", ValidTierOrMemberID, true} }
+func requestIDRule() idRule { return idRule{"request_id", ident.ValidRequestID, false} }
+func aliasRule() idRule     { return idRule{"alias", ident.ValidAlias, true} }
+func tierRule() idRule      { return idRule{"tier", ident.ValidID, true} }
+func memberRule() idRule    { return idRule{"member", ident.ValidID, true} }
 
 // sanitizeIDs replaces every unacceptable ID by InvalidMarker and returns how many it
 // replaced. The fields are listed out rather than reached through accessor closures,
@@ -338,9 +280,4 @@ func (r Record) clone() Record {
 		r.ReplicaScheduler = &d
 	}
 	return r
-}
-
-// notAddressRune reports a rune that no zoneless IP address or IPv4 address:port holds.
-func notAddressRune(r rune) bool {
-	return !(r >= '0' && r <= '9' || r >= 'a' && r <= 'f' || r >= 'A' && r <= 'F' || r == '.' || r == ':')
 }

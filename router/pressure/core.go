@@ -69,8 +69,8 @@ type Core struct {
 	closed  bool
 }
 
-// NewCore registers capacity tiers: 2-16 members each, at most MaxCacheMembers in
-// total, IDs per scheduler.ValidID, member ceilings 1..100000. The specs are copied;
+// NewCore registers capacity tiers: 2-16 members each, at most ident.MaxCapacityMembers in
+// total, IDs per ident.ValidID, member ceilings 1..100000. The specs are copied;
 // later changes to them change nothing. Errors wrap exactly one of the sentinel
 // errors of this package.
 func NewCore(tiers []TierSpec) (*Core, error) {

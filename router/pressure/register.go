@@ -9,11 +9,8 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/ident"
 )
-
-// MaxCacheMembers bounds the registered members of one cache (all tiers together).
-const MaxCacheMembers = 256
 
 // MaxServedModelLength bounds a served model name (bytes).
 const MaxServedModelLength = 256
@@ -21,7 +18,7 @@ const MaxServedModelLength = 256
 // Registration and lookup errors. Registration errors name the offending position
 // (tier index, member index) but never echo the rejected value.
 var (
-	// ErrInvalidID: a tier or member ID does not match scheduler.ValidID.
+	// ErrInvalidID: a tier or member ID does not match ident.ValidID.
 	ErrInvalidID = errors.New("pressure: invalid tier or member id")
 	// ErrDuplicateTier: two capacity tiers share an ID.
 	ErrDuplicateTier = errors.New("pressure: duplicate tier id")
@@ -37,7 +34,7 @@ var (
 	// ErrServedModel: the served model name is empty, too long, not UTF-8 or holds
 	// control characters.
 	ErrServedModel = errors.New("pressure: invalid served model name")
-	// ErrOverflow: more than MaxCacheMembers members in one cache.
+	// ErrOverflow: more than ident.MaxCapacityMembers members in one cache.
 	ErrOverflow = errors.New("pressure: more than 256 members in one cache")
 	// ErrUnknownTier: Snapshot or Peek named a tier that is not registered.
 	ErrUnknownTier = errors.New("pressure: unknown tier")
@@ -73,7 +70,7 @@ func register(tiers []TierSpec) ([]member, map[string]span, map[memberKey]int, e
 	for _, t := range tiers {
 		total += len(t.Members)
 	}
-	if total > MaxCacheMembers {
+	if total > ident.MaxCapacityMembers {
 		return nil, nil, nil, ErrOverflow
 	}
 	members := make([]member, 0, total)
@@ -111,11 +108,11 @@ func register(tiers []TierSpec) ([]member, map[string]span, map[memberKey]int, e
 
 func validateTier(i int, t TierSpec) error {
 	switch {
-	case !scheduler.ValidID(t.ID):
+	case !ident.ValidID(t.ID):
 		return fmt.Errorf("%w: tier %d", ErrInvalidID, i)
 	case !validServedModel(t.ServedModel):
 		return fmt.Errorf("%w: tier %d", ErrServedModel, i)
-	case len(t.Members) < scheduler.MinMembers || len(t.Members) > scheduler.MaxMembers:
+	case len(t.Members) < ident.MinMembers || len(t.Members) > ident.MaxMembers:
 		return fmt.Errorf("%w: tier %d", ErrMemberCount, i)
 	}
 	return nil
@@ -123,9 +120,9 @@ func validateTier(i int, t TierSpec) error {
 
 func validateMember(i, j int, m MemberSpec) error {
 	switch {
-	case !scheduler.ValidID(m.ID):
+	case !ident.ValidID(m.ID):
 		return fmt.Errorf("%w: tier %d member %d", ErrInvalidID, i, j)
-	case m.Capacity < 1 || m.Capacity > scheduler.MaxCapacity:
+	case m.Capacity < 1 || m.Capacity > ident.MaxCeiling:
 		return fmt.Errorf("%w: tier %d member %d", ErrCapacity, i, j)
 	case !validEndpoint(m.Endpoint):
 		return fmt.Errorf("%w: tier %d member %d", ErrEndpoint, i, j)

@@ -1,6 +1,10 @@
 package scheduler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/ident"
+)
 
 // Candidate is one configured member as admission sees it at selection time, under
 // the tier lock: whether it may take a request at all, its pre-reservation active
@@ -15,17 +19,17 @@ type Candidate struct {
 }
 
 // NewCandidate validates and builds a candidate: memberID per ValidID, active
-// 0..MaxActive, capacity 1..MaxCapacity. eligible is the caller's verdict on
+// 0..MaxActive, capacity 1..ident.MaxCeiling. eligible is the caller's verdict on
 // readiness and quiesce; a member with active >= capacity is filtered by Rank whatever
 // eligible says, so callers need not pre-filter full members.
 func NewCandidate(memberID string, eligible bool, active, capacity int64, p Pressure) (Candidate, error) {
-	if !ValidID(memberID) {
+	if !ident.ValidID(memberID) {
 		return Candidate{}, ErrInvalidID
 	}
 	if active < 0 || active > MaxActive {
 		return Candidate{}, fmt.Errorf("%w: active", ErrOutOfRange)
 	}
-	if capacity < 1 || capacity > MaxCapacity {
+	if capacity < 1 || capacity > ident.MaxCeiling {
 		return Candidate{}, fmt.Errorf("%w: capacity", ErrOutOfRange)
 	}
 	return Candidate{id: memberID, eligible: eligible, active: active, capacity: capacity, pressure: p}, nil
@@ -54,7 +58,7 @@ func (c Candidate) Schedulable() bool { return c.eligible && c.active < c.capaci
 type Score struct {
 	id       string
 	ppm      int64
-	active   int32 // < capacity <= MaxCapacity: packed so a Decision stays small
+	active   int32 // < capacity <= ident.MaxCeiling: packed so a Decision stays small
 	capacity int32
 	hasPPM   bool
 	unknown  bool
@@ -63,21 +67,21 @@ type Score struct {
 }
 
 // NewScore validates and builds a score row (for reconstitution from captured
-// evidence). Bounds: memberID per ValidID; capacity 1..MaxCapacity; active
+// evidence). Bounds: memberID per ValidID; capacity 1..ident.MaxCeiling; active
 // 0..capacity-1, because only members below their ceiling get a row; rotatingRank
-// 0..MaxMembers-1; f a defined class. Consistency: unknown is exactly f != fresh, a
+// 0..ident.MaxMembers-1; f a defined class. Consistency: unknown is exactly f != fresh, a
 // ppm (0..MaxPressurePPM) is present exactly when fresh, and an absent ppm is 0.
 func NewScore(memberID string, active, capacity int64, unknown bool, ppm int64, hasPPM bool, f Freshness, rotatingRank int) (Score, error) {
 	switch {
-	case !ValidID(memberID):
+	case !ident.ValidID(memberID):
 		return Score{}, ErrInvalidID
-	case capacity < 1 || capacity > MaxCapacity:
+	case capacity < 1 || capacity > ident.MaxCeiling:
 		return Score{}, fmt.Errorf("%w: local capacity", ErrOutOfRange)
 	case active < 0 || active > MaxActive:
 		return Score{}, fmt.Errorf("%w: local active", ErrOutOfRange)
 	case active >= capacity:
 		return Score{}, fmt.Errorf("%w: local active must be below local capacity", ErrInconsistent)
-	case rotatingRank < 0 || rotatingRank >= MaxMembers:
+	case rotatingRank < 0 || rotatingRank >= ident.MaxMembers:
 		return Score{}, fmt.Errorf("%w: rotating rank", ErrOutOfRange)
 	case !f.Valid():
 		return Score{}, fmt.Errorf("%w: freshness", ErrOutOfRange)
@@ -118,7 +122,7 @@ func (s Score) RotatingRank() int { return int(s.rank) }
 // less is the score order documented in the package comment. Ranks are unique within
 // one decision, so it is a strict total order there.
 func (s Score) less(o Score) bool {
-	// Cross-products are below MaxCapacity^2 = 1e10: exact in int64.
+	// Cross-products are below ident.MaxCeiling^2 = 1e10: exact in int64.
 	if l, r := int64(s.active)*int64(o.capacity), int64(o.active)*int64(s.capacity); l != r {
 		return l < r
 	}

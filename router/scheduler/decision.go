@@ -1,6 +1,10 @@
 package scheduler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/ident"
+)
 
 // Decision is the immutable outcome of one Rank call and the evidence attached to a
 // capacity lease. Its four canonical fields are the selected member (if any), the
@@ -15,8 +19,8 @@ type Decision struct {
 	n      uint8 // number of rows = number of eligible members
 	// byID[j] is the row of the j-th eligible member in ID order, so the sorted
 	// eligible list is derived rather than stored.
-	byID   [MaxMembers]uint8
-	scores [MaxMembers]Score // rows[0:n] in winning order; the rest stay zero
+	byID   [ident.MaxMembers]uint8
+	scores [ident.MaxMembers]Score // rows[0:n] in winning order; the rest stay zero
 }
 
 // rows returns the used part of d.scores.
@@ -77,7 +81,7 @@ func (d Decision) Equal(o Decision) bool {
 // NewDecision validates and copies a decision's four fields (for reconstitution from
 // captured evidence; Rank builds decisions directly). It accepts exactly what Rank can
 // produce:
-//   - at most MaxMembers eligible IDs, each valid, strictly ascending (ErrOutOfRange,
+//   - at most ident.MaxMembers eligible IDs, each valid, strictly ascending (ErrOutOfRange,
 //     ErrInvalidID, ErrDuplicateMember, ErrInconsistent);
 //   - one constructed score row per eligible ID and no other rows;
 //   - rows strictly in winning order under the score order, with unique rotating ranks
@@ -88,7 +92,7 @@ func NewDecision(selected string, hasSelected bool, r Reason, eligible []string,
 	if !r.Valid() {
 		return Decision{}, fmt.Errorf("%w: reason", ErrOutOfRange)
 	}
-	if len(eligible) > MaxMembers || len(scores) > MaxMembers {
+	if len(eligible) > ident.MaxMembers || len(scores) > ident.MaxMembers {
 		return Decision{}, fmt.Errorf("%w: more than 16 eligible members or score rows", ErrOutOfRange)
 	}
 	if err := checkSortedIDs(eligible); err != nil {
@@ -113,7 +117,7 @@ func NewDecision(selected string, hasSelected bool, r Reason, eligible []string,
 
 func checkSortedIDs(ids []string) error {
 	for i, id := range ids {
-		if !ValidID(id) {
+		if !ident.ValidID(id) {
 			return ErrInvalidID
 		}
 		if i == 0 {
@@ -131,7 +135,7 @@ func checkSortedIDs(ids []string) error {
 
 // indexRows matches every score row to its sorted eligible ID and fills byID.
 func (d *Decision) indexRows(eligible []string) error {
-	var seen [MaxMembers]bool
+	var seen [ident.MaxMembers]bool
 	for pos, s := range d.rows() {
 		if s.capacity == 0 { // only the zero Score lacks a capacity
 			return fmt.Errorf("%w: score row was never constructed", ErrInvalidID)
@@ -163,9 +167,9 @@ func indexOf(sorted []string, id string) int {
 // every rank is below the first.
 func (d *Decision) checkOrder() error {
 	rows := d.rows()
-	var seen [MaxMembers]bool
+	var seen [ident.MaxMembers]bool
 	for i, r := range rows {
-		if int(r.rank) >= MaxMembers || seen[r.rank] {
+		if int(r.rank) >= ident.MaxMembers || seen[r.rank] {
 			return fmt.Errorf("%w: duplicate rotating rank", ErrInconsistent)
 		}
 		seen[r.rank] = true

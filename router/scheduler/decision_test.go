@@ -3,6 +3,7 @@ package scheduler
 import (
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -50,11 +51,11 @@ func TestNewDecisionValidation(t *testing.T) {
 		return mustScore(t, id, active, 4, false, ppm, true, FreshnessFresh, rank)
 	}
 	a0, b1, c2 := fresh("a", 0, 0, 0), fresh("b", 0, 0, 1), fresh("c", 0, 0, 2)
-	many := make([]string, MaxMembers+1)
-	manyRows := make([]Score, MaxMembers+1)
+	many := make([]string, ident.MaxMembers+1)
+	manyRows := make([]Score, ident.MaxMembers+1)
 	for i := range many {
 		many[i] = string(rune('a' + i))
-		manyRows[i] = fresh(many[i], 0, 0, i%MaxMembers)
+		manyRows[i] = fresh(many[i], 0, 0, i%ident.MaxMembers)
 	}
 	tests := []struct {
 		name     string

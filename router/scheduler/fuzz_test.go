@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"testing"
 	"time"
+
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 func FuzzNormalizePressure(f *testing.F) {
@@ -145,7 +147,7 @@ func FuzzNewDecision(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte, has bool) {
 		var rows []Score
 		var eligible []string
-		for i := 0; i+5 <= len(data) && len(rows) < MaxMembers+1; i += 5 {
+		for i := 0; i+5 <= len(data) && len(rows) < ident.MaxMembers+1; i += 5 {
 			b := data[i : i+5]
 			id := string(rune('a' + b[0]%20))
 			fr := Freshness(b[3] % 4)

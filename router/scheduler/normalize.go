@@ -4,6 +4,8 @@ import (
 	"math"
 	"strconv"
 	"time"
+
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // Metric is one optional numeric signal from the metrics adapter. Present=false means
@@ -81,7 +83,7 @@ func requestSignal(o Observation) (SignalState, int64) {
 	running, rOK := requestCount(o.RequestsRunning)
 	waiting, wOK := requestCount(o.RequestsWaiting)
 	capacity := o.SchedulerCapacity
-	capOK := capacity >= 0 && capacity <= MaxCapacity
+	capOK := capacity >= 0 && capacity <= ident.MaxCeiling
 	switch {
 	case !rOK || !wOK || !capOK:
 		return SignalInvalid, 0

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -84,7 +85,7 @@ func TestNormalizePressureSignals(t *testing.T) {
 		{"NaN running", some(nan), some(0), 4, Metric{}, SignalInvalid, SignalMissing, FreshnessUnknown, 0},
 		{"Inf waiting", some(0), some(inf), 4, Metric{}, SignalInvalid, SignalMissing, FreshnessUnknown, 0},
 		{"negative capacity", some(0), some(0), -1, Metric{}, SignalInvalid, SignalMissing, FreshnessUnknown, 0},
-		{"capacity above 100000", some(0), some(0), MaxCapacity + 1, some(0.1), SignalInvalid, SignalValid, FreshnessUnknown, 0},
+		{"capacity above 100000", some(0), some(0), ident.MaxCeiling + 1, some(0.1), SignalInvalid, SignalValid, FreshnessUnknown, 0},
 		{"malformed wins over missing in the tuple", some(-1), Metric{}, 0, some(0.1), SignalInvalid, SignalValid, FreshnessUnknown, 0},
 		{"malformed capacity wins over missing counts", Metric{}, Metric{}, -5, some(0.1), SignalInvalid, SignalValid, FreshnessUnknown, 0},
 		{"kv above 1", some(0), some(0), 4, some(1.0000001), SignalValid, SignalInvalid, FreshnessUnknown, 0},
@@ -92,7 +93,7 @@ func TestNormalizePressureSignals(t *testing.T) {
 		{"kv NaN", Metric{}, Metric{}, 0, some(nan), SignalMissing, SignalInvalid, FreshnessUnknown, 0},
 		{"kv -Inf", Metric{}, Metric{}, 0, some(math.Inf(-1)), SignalMissing, SignalInvalid, FreshnessUnknown, 0},
 		{"bounds: 1e9+1e9 over capacity 1", some(1e9), some(1e9), 1, some(1), SignalValid, SignalValid, FreshnessFresh, MaxPressurePPM},
-		{"bounds: capacity 100000", some(0), some(1), MaxCapacity, Metric{}, SignalValid, SignalMissing, FreshnessFresh, 10},
+		{"bounds: capacity 100000", some(0), some(1), ident.MaxCeiling, Metric{}, SignalValid, SignalMissing, FreshnessFresh, 10},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

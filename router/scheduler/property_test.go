@@ -6,6 +6,7 @@ import (
 	"sort"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
 )
@@ -34,11 +35,11 @@ type rankInput struct {
 
 func rankInputGen() *rapid.Generator[rankInput] {
 	return rapid.Custom(func(t *rapid.T) rankInput {
-		n := rapid.IntRange(MinMembers, MaxMembers).Draw(t, "n")
+		n := rapid.IntRange(ident.MinMembers, ident.MaxMembers).Draw(t, "n")
 		ids := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z0-9][a-z0-9._-]{0,4}`), n, n, rapid.ID[string]).Draw(t, "ids")
 		cands := make([]Candidate, n)
 		for i, id := range ids {
-			capacity := rapid.OneOf(rapid.Int64Range(1, 4), rapid.Int64Range(1, MaxCapacity)).Draw(t, "capacity")
+			capacity := rapid.OneOf(rapid.Int64Range(1, 4), rapid.Int64Range(1, ident.MaxCeiling)).Draw(t, "capacity")
 			active := rapid.Int64Range(0, capacity+1).Draw(t, "active")
 			c, err := NewCandidate(id, rapid.Bool().Draw(t, "eligible"), active, capacity, pressureGen().Draw(t, "pressure"))
 			if err != nil {
@@ -161,7 +162,7 @@ func modelRank(cands []Candidate, cursor int) []string {
 // selection, N successive decisions over N tied members select each exactly once.
 func TestPropertyRotationServesEveryTiedMember(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		n := rapid.IntRange(MinMembers, MaxMembers).Draw(t, "n")
+		n := rapid.IntRange(ident.MinMembers, ident.MaxMembers).Draw(t, "n")
 		ids := rapid.SliceOfNDistinct(rapid.StringMatching(`[a-z][a-z0-9]{0,3}`), n, n, rapid.ID[string]).Draw(t, "ids")
 		p := pressureGen().Draw(t, "shared pressure")
 		cands := make([]Candidate, n)

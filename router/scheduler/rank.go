@@ -1,6 +1,10 @@
 package scheduler
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/anvil-llm/anvil/router/ident"
+)
 
 // Rank is the fixed scheduling function. cands must be the tier's full configured
 // membership (2..16 unique, constructed candidates, in any order) and cursor the
@@ -18,7 +22,7 @@ import "fmt"
 // allocation (and a possible GC assist) would lengthen the critical section.
 func Rank(cands []Candidate, cursor int) (Decision, error) {
 	n := len(cands)
-	if n < MinMembers || n > MaxMembers {
+	if n < ident.MinMembers || n > ident.MaxMembers {
 		return Decision{}, ErrCandidates
 	}
 	order, err := sortByID(cands)
@@ -29,7 +33,7 @@ func Rank(cands []Candidate, cursor int) (Decision, error) {
 		return Decision{}, ErrCursor
 	}
 	// sched holds the sorted indices of schedulable members, in ID order.
-	var sched [MaxMembers]uint8
+	var sched [ident.MaxMembers]uint8
 	k := 0
 	for i := 0; i < n; i++ {
 		if cands[order[i]].Schedulable() {
@@ -42,7 +46,7 @@ func Rank(cands []Candidate, cursor int) (Decision, error) {
 	}
 	// win holds positions into sched, insertion-sorted into winning order. Keys are
 	// compared straight from the candidates, so no Score is built until the result.
-	var win [MaxMembers]uint8
+	var win [ident.MaxMembers]uint8
 	for j := 0; j < k; j++ {
 		win[j] = uint8(j)
 		for p := j; p > 0; p-- {
@@ -74,7 +78,7 @@ func rotate(i, cursor, n int) int {
 // candLess is Score.less evaluated on candidates (ra, rb are their rotating ranks);
 // TestPropertyRankMatchesModel and NewDecision's order check keep the two in step.
 func candLess(a, b *Candidate, ra, rb int) bool {
-	// Cross-products are at most MaxActive*MaxCapacity = 1e14: exact in int64.
+	// Cross-products are at most MaxActive*ident.MaxCeiling = 1e14: exact in int64.
 	if l, r := a.active*b.capacity, b.active*a.capacity; l != r {
 		return l < r
 	}
@@ -89,8 +93,8 @@ func candLess(a, b *Candidate, ra, rb int) bool {
 
 // sortByID returns candidate indices sorted by member ID, rejecting zero candidates
 // and duplicates. Insertion sort: N <= 16 and no allocation.
-func sortByID(cands []Candidate) ([MaxMembers]uint8, error) {
-	var order [MaxMembers]uint8
+func sortByID(cands []Candidate) ([ident.MaxMembers]uint8, error) {
+	var order [ident.MaxMembers]uint8
 	for i := range cands {
 		if cands[i].capacity == 0 { // only the zero Candidate lacks a capacity
 			return order, fmt.Errorf("%w: candidate was never constructed", ErrCandidates)
@@ -112,7 +116,7 @@ func scoreOf(c *Candidate, rank int) Score {
 	ppm, has := c.pressure.PPM()
 	return Score{
 		id:       c.id,
-		active:   int32(c.active), // schedulable: active < capacity <= MaxCapacity
+		active:   int32(c.active), // schedulable: active < capacity <= ident.MaxCeiling
 		capacity: int32(c.capacity),
 		ppm:      ppm,
 		hasPPM:   has,

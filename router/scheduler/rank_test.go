@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -150,7 +151,7 @@ func TestRankNoEligibleMember(t *testing.T) {
 func TestRankRotationIsFair(t *testing.T) {
 	// Equal members: each round picks one, "reserves and releases" it, and advances the
 	// cursor past its sorted index. Every member must win once per N rounds, in order.
-	for n := MinMembers; n <= MaxMembers; n++ {
+	for n := ident.MinMembers; n <= ident.MaxMembers; n++ {
 		cands := make([]Candidate, n)
 		for i := range cands {
 			// Input in reverse ID order: rotation must follow sorted IDs, not input.
@@ -169,7 +170,7 @@ func TestRankRotationIsFair(t *testing.T) {
 
 func TestRankValidation(t *testing.T) {
 	p := freshP(t, 0)
-	many := make([]Candidate, MaxMembers+1)
+	many := make([]Candidate, ident.MaxMembers+1)
 	for i := range many {
 		many[i] = cand(t, fmt.Sprintf("m%d", i), true, 0, 1, p)
 	}

@@ -5,36 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
-
-func TestValidID(t *testing.T) {
-	tests := []struct {
-		id   string
-		want bool
-	}{
-		{"a", true},
-		{"0", true},
-		{"gpu0", true},
-		{"a.b_c-d", true},
-		{strings.Repeat("a", 64), true},
-		{strings.Repeat("a", 65), false},
-		{"", false},
-		{".a", false},
-		{"-a", false},
-		{"_a", false},
-		{"A", false},
-		{"a/b", false},
-		{"a:b", false},
-		{"a b", false},
-		{"é", false},
-		{"a\x00", false},
-	}
-	for _, tt := range tests {
-		assert.Equal(t, tt.want, ValidID(tt.id), "%q", tt.id)
-	}
-}
 
 func TestEnums(t *testing.T) {
 	type enum = enumValue
@@ -178,7 +152,7 @@ func TestNewCandidate(t *testing.T) {
 
 	full := cand(t, "m1", true, 4, 4, p)
 	assert.False(t, full.Schedulable(), "active == capacity is full")
-	over := cand(t, "m1", true, MaxActive, MaxCapacity, p)
+	over := cand(t, "m1", true, MaxActive, ident.MaxCeiling, p)
 	assert.False(t, over.Schedulable(), "active above capacity is legal and full")
 	assert.False(t, cand(t, "m1", false, 0, 4, p).Schedulable())
 
@@ -193,7 +167,7 @@ func TestNewCandidate(t *testing.T) {
 		{"negative active", "m", -1, 1, ErrOutOfRange},
 		{"active above 1e9", "m", MaxActive + 1, 1, ErrOutOfRange},
 		{"zero capacity", "m", 0, 0, ErrOutOfRange},
-		{"capacity above 100000", "m", 0, MaxCapacity + 1, ErrOutOfRange},
+		{"capacity above 100000", "m", 0, ident.MaxCeiling + 1, ErrOutOfRange},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -235,7 +209,7 @@ func TestNewScore(t *testing.T) {
 	}{
 		{"bad id", "x/y", 0, 1, false, 0, true, FreshnessFresh, 0, ErrInvalidID},
 		{"zero capacity", "m", 0, 0, false, 0, true, FreshnessFresh, 0, ErrOutOfRange},
-		{"capacity too big", "m", 0, MaxCapacity + 1, false, 0, true, FreshnessFresh, 0, ErrOutOfRange},
+		{"capacity too big", "m", 0, ident.MaxCeiling + 1, false, 0, true, FreshnessFresh, 0, ErrOutOfRange},
 		{"negative active", "m", -1, 1, false, 0, true, FreshnessFresh, 0, ErrOutOfRange},
 		{"active at capacity", "m", 2, 2, false, 0, true, FreshnessFresh, 0, ErrInconsistent},
 		{"negative rank", "m", 0, 1, false, 0, true, FreshnessFresh, -1, ErrOutOfRange},
@@ -255,14 +229,5 @@ func TestNewScore(t *testing.T) {
 			assert.ErrorIs(t, err, tt.err)
 			assert.Equal(t, Score{}, s)
 		})
-	}
-}
-
-func TestValidIDRefusesAddressLiterals(t *testing.T) {
-	for _, s := range []string{"10.0.0.5", "127.0.0.1", "0.0.0.0"} {
-		assert.False(t, ValidID(s), s)
-	}
-	for _, s := range []string{"10.0.0", "1.2.3.4.5", "m1", "v1.2.3", "0"} {
-		assert.True(t, ValidID(s), s)
 	}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 const (
@@ -20,7 +20,7 @@ const (
 // response, so a caller can correlate its logs with the router's decision records.
 func withRequestID(c *gin.Context) {
 	id := c.GetHeader(headerRequestID)
-	if !decisionlog.ValidRequestID(id) {
+	if !ident.ValidRequestID(id) {
 		var b [12]byte
 		_, _ = rand.Read(b[:])
 		id = hex.EncodeToString(b[:])
