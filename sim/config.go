@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"time"
 
-	"go.yaml.in/yaml/v3"
-
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/scenarios"
 )
@@ -20,116 +18,79 @@ const virtualHost = "127.0.0.1"
 // firstPort numbers the virtual member endpoints; they only have to be unique.
 const firstPort = 20000
 
-// The router configuration schema, as far as the sim writes it. Marshalling through yaml.v3 quotes
-// every value correctly, whatever the scenario's served model name holds.
-type routerDoc struct {
-	Upstream    *routerUpstream   `yaml:"upstream,omitempty"`
-	DecisionLog routerDecisionLog `yaml:"decision_log"`
-	Aliases     []routerAlias     `yaml:"aliases"`
-	Tiers       []routerTier      `yaml:"tiers"`
-}
-
-// routerUpstream holds duration strings ("2m0s"), the form the router config documents.
-type routerUpstream struct {
-	ConnectTimeout   string `yaml:"connect_timeout,omitempty"`
-	FirstByteTimeout string `yaml:"first_byte_timeout,omitempty"`
-	Timeout          string `yaml:"timeout,omitempty"`
-}
-
 // defaultConnectTimeout is the router's default upstream connect timeout. The config refuses a
 // connect timeout above the first-byte timeout, and the sim models no connect phase, so a scenario
 // with a shorter first-byte timeout gets that as its connect timeout too.
 const defaultConnectTimeout = 5 * time.Second
 
-type routerDecisionLog struct {
-	RingSize int `yaml:"ring_size"`
-}
-
-type routerAlias struct {
-	ID   string `yaml:"id"`
-	Tier string `yaml:"tier"`
-}
-
-type routerTier struct {
-	ID              string         `yaml:"id"`
-	Kind            string         `yaml:"kind"`
-	ServedModel     string         `yaml:"served_model"`
-	Host            string         `yaml:"host"`
-	Provenance      string         `yaml:"provenance"`
-	ReplicaStrategy string         `yaml:"replica_strategy"`
-	MaxConcurrency  int64          `yaml:"max_concurrency,omitempty"`
-	Gates           *routerGates   `yaml:"gates,omitempty"`
-	Members         []routerMember `yaml:"members"`
-}
-
-type routerGates struct {
-	MaxContextTokens int64 `yaml:"max_context_tokens,omitempty"`
-	MaxOutputTokens  int64 `yaml:"max_output_tokens,omitempty"`
-}
-
-type routerMember struct {
-	ID             string `yaml:"id"`
-	Endpoint       string `yaml:"endpoint"`
-	MaxConcurrency int64  `yaml:"max_concurrency,omitempty"`
-}
-
-// RouterConfig renders the scenario's tier under strategy as a router configuration document:
-// the one a production router would load for the same tier.
-func RouterConfig(sc *scenarios.Scenario, strategy string, ringSize int) ([]byte, error) {
+// routerDocument is the scenario's tier under strategy as a router configuration document: the one a
+// production router would load for the same tier (it marshals to that YAML, see config.Document).
+func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int) config.Document {
 	t := sc.Tier
-	rt := routerTier{
-		ID: t.ID, Kind: string(config.KindReplica), ServedModel: t.ServedModel, Host: virtualHost,
-		Provenance:      "anvil-sim virtual members (fakevllm/engine)",
-		ReplicaStrategy: strategy, MaxConcurrency: t.MaxConcurrency,
+	tier := config.TierDoc{
+		ID: &t.ID, Kind: ptr(string(config.KindReplica)), ServedModel: &t.ServedModel, Host: ptr(virtualHost),
+		Provenance:      ptr("anvil-sim virtual members (fakevllm/engine)"),
+		ReplicaStrategy: &strategy,
 	}
-	if t.Gates.MaxContextTokens > 0 || t.Gates.MaxOutputTokens > 0 {
-		rt.Gates = &routerGates{MaxContextTokens: t.Gates.MaxContextTokens, MaxOutputTokens: t.Gates.MaxOutputTokens}
+	if t.MaxConcurrency > 0 {
+		tier.MaxConcurrency = &t.MaxConcurrency
+	}
+	if g := t.Gates; g.MaxContextTokens > 0 || g.MaxOutputTokens > 0 {
+		tier.Gates = &config.GatesDoc{}
+		if g.MaxContextTokens > 0 {
+			tier.Gates.MaxContextTokens = &g.MaxContextTokens
+		}
+		if g.MaxOutputTokens > 0 {
+			tier.Gates.MaxOutputTokens = &g.MaxOutputTokens
+		}
 	}
 	for i, m := range t.Members {
-		rt.Members = append(rt.Members, routerMember{
-			ID: m.ID, Endpoint: fmt.Sprintf("http://%s:%d", virtualHost, firstPort+i), MaxConcurrency: m.MaxConcurrency,
-		})
+		md := config.MemberDoc{ID: &m.ID, Endpoint: ptr(fmt.Sprintf("http://%s:%d", virtualHost, firstPort+i))}
+		if m.MaxConcurrency > 0 {
+			md.MaxConcurrency = &m.MaxConcurrency
+		}
+		tier.Members = append(tier.Members, md)
 	}
-	doc := routerDoc{
+	ring := int64(ringSize)
+	return config.Document{
 		Upstream:    upstream(sc.Upstream),
-		DecisionLog: routerDecisionLog{RingSize: ringSize},
-		Aliases:     []routerAlias{{ID: t.Alias, Tier: t.ID}},
-		Tiers:       []routerTier{rt},
+		DecisionLog: &config.DecisionLogDoc{RingSize: &ring},
+		Aliases:     []config.AliasDoc{{ID: &t.Alias, Tier: &t.ID}},
+		Tiers:       []config.TierDoc{tier},
 	}
-	return yaml.Marshal(doc)
 }
 
+func ptr[T any](v T) *T { return &v }
+
 // upstream renders the scenario's upstream timeouts; nil keeps every router default.
-func upstream(u scenarios.Upstream) *routerUpstream {
+func upstream(u scenarios.Upstream) *config.UpstreamDoc {
 	if u.FirstByteTimeout == 0 && u.Timeout == 0 {
 		return nil
 	}
-	out := &routerUpstream{}
+	out := &config.UpstreamDoc{}
 	if fb := u.FirstByteTimeout; fb > 0 {
-		out.FirstByteTimeout = fb.String()
+		out.FirstByteTimeout = ptr(fb)
 		if fb < defaultConnectTimeout {
-			out.ConnectTimeout = fb.String()
+			out.ConnectTimeout = ptr(fb)
 		}
 	}
 	if u.Timeout > 0 {
-		out.Timeout = u.Timeout.String()
+		out.Timeout = ptr(u.Timeout)
 	}
 	return out
 }
 
-// parseRouterConfig renders and validates the router configuration with the real loader.
-func parseRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int) (config.Config, error) {
-	doc, err := RouterConfig(sc, strategy, ringSize)
-	if err != nil {
-		return config.Config{}, fmt.Errorf("sim: render router config: %w", err)
+// routerEnv is the virtual router's environment: the caller token, nothing else.
+func routerEnv(key string) (string, bool) {
+	if key == config.EnvAPIToken {
+		return callerToken, true
 	}
-	env := func(key string) (string, bool) {
-		if key == config.EnvAPIToken {
-			return callerToken, true
-		}
-		return "", false
-	}
-	cfg, err := config.Parse(doc, env)
+	return "", false
+}
+
+// buildRouterConfig validates the scenario's router configuration with the real config model.
+func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int) (config.Config, error) {
+	cfg, err := config.Build(routerDocument(sc, strategy, ringSize), config.Sources{LookupEnv: routerEnv})
 	if err != nil {
 		return config.Config{}, fmt.Errorf("sim: scenario %s as a %s router config: %w", sc.Name, strategy, err)
 	}

@@ -2,12 +2,15 @@ package sim
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
 
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/scenarios"
 )
@@ -50,7 +53,7 @@ func TestPromptText(t *testing.T) {
 func TestRouterConfigIsAValidRouterConfig(t *testing.T) {
 	sc := lookup(t, "heterogeneous")
 	for _, st := range []string{scenarios.StrategyRoundRobin, scenarios.StrategyCapacity} {
-		cfg, err := parseRouterConfig(sc, st, 64)
+		cfg, err := buildRouterConfig(sc, st, 64)
 		require.NoError(t, err)
 		tier, ok := cfg.Alias(sc.Tier.Alias)
 		require.True(t, ok)
@@ -63,13 +66,28 @@ func TestRouterConfigIsAValidRouterConfig(t *testing.T) {
 	}
 }
 
-func TestRouterConfigQuotesValues(t *testing.T) {
-	sc := lookup(t, "rotation")
-	sc.Tier.ServedModel = `weird:"model"#not-a-comment'q`
-	cfg, err := parseRouterConfig(sc, scenarios.StrategyCapacity, 16)
-	require.NoError(t, err)
-	tier, _ := cfg.Tier(sc.Tier.ID)
-	assert.Equal(t, sc.Tier.ServedModel, tier.ServedModel)
+// TestRouterConfigLoadsAsYAML proves the sim's router configuration is one a production router would
+// load: marshalled to YAML and read back through the real loader (viper and the strict gate, which
+// the sim itself never links), it yields the same Config, odd served model names included.
+func TestRouterConfigLoadsAsYAML(t *testing.T) {
+	for _, name := range []string{"heterogeneous", "rotation", "upstream-errors", "twenty-concurrent"} {
+		sc := lookup(t, name)
+		sc.Tier.ServedModel = `weird:"model"#not-a-comment'q`
+		for _, st := range []string{scenarios.StrategyRoundRobin, scenarios.StrategyCapacity} {
+			if st == scenarios.StrategyCapacity && !slices.ContainsFunc(sc.Tier.Members, func(m scenarios.Member) bool { return m.MaxConcurrency > 0 }) {
+				continue
+			}
+			built, err := buildRouterConfig(sc, st, 64)
+			require.NoError(t, err)
+			doc, err := yaml.Marshal(routerDocument(sc, st, 64))
+			require.NoError(t, err)
+			loaded, err := load.Parse(doc, routerEnv)
+			require.NoError(t, err, "%s", doc)
+			assert.Equal(t, built, loaded, "%s/%s", name, st)
+			tier, _ := loaded.Tier(sc.Tier.ID)
+			assert.Equal(t, sc.Tier.ServedModel, tier.ServedModel)
+		}
+	}
 }
 
 func TestLeaseAccountSeries(t *testing.T) {

@@ -111,7 +111,7 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	if opts.RingSize == 0 {
 		opts.RingSize = DefaultRingSize
 	}
-	cfg, err := parseRouterConfig(sc, strategy, opts.RingSize)
+	cfg, err := buildRouterConfig(sc, strategy, opts.RingSize)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/ident"
 )
@@ -22,7 +22,7 @@ func newConfigCmd() *cobra.Command {
 		Short: "Validate a config file and print it normalized, secrets redacted",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := config.Load(args[0])
+			cfg, err := load.File(args[0])
 			if err != nil {
 				return usageError{err}
 			}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -56,7 +57,7 @@ func demoConfig(d *demoEnv, listen, apiToken, adminToken string) (config.Config,
 	if listen != "" {
 		over[config.EnvListen] = listen
 	}
-	return config.Parse(buf.Bytes(), overlayEnv(over))
+	return load.Parse(buf.Bytes(), overlayEnv(over))
 }
 
 func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {

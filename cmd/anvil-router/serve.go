@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -79,7 +80,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return usageError{fmt.Errorf("cannot read config file: %w", err)}
 	}
-	cfg, err := config.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: config.ReadTokenFile})
+	cfg, err := load.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: load.ReadTokenFile})
 	if err != nil {
 		return usageError{err}
 	}

@@ -3,10 +3,7 @@ package config
 import (
 	"bytes"
 	"fmt"
-	"io"
-	"os"
 	"strings"
-	"syscall"
 )
 
 // Environment variables read by Load (and by Parse through its lookup).
@@ -26,9 +23,9 @@ const MaxTokenFileBytes = 64 << 10
 // a credential the file-level setting is ignored entirely (a token file is
 // not even read), so a deployment can override secrets without editing
 // the document.
-func buildAuth(r *rawAuth, src Sources) (authConfig, error) {
+func buildAuth(r *AuthDoc, src Sources) (authConfig, error) {
 	if r == nil {
-		r = &rawAuth{}
+		r = &AuthDoc{}
 	}
 	if r.CallerTokensFile != nil && len(r.CallerTokens) > 0 {
 		return authConfig{}, invalid("auth", "caller_tokens and caller_tokens_file are mutually exclusive")
@@ -68,7 +65,7 @@ type numbered struct {
 	value string
 }
 
-func callerTokens(r *rawAuth, src Sources) ([]Secret, string, error) {
+func callerTokens(r *AuthDoc, src Sources) ([]Secret, string, error) {
 	var envToks []numbered
 	if v, ok := src.lookup(EnvAPITokens); ok && v != "" {
 		for i, part := range strings.Split(v, ",") {
@@ -122,7 +119,7 @@ func checkTokens(cands []numbered) ([]Secret, error) {
 
 // adminToken returns the admin token, its source and the path its errors
 // name. No admin token is valid: the admin API is then disabled.
-func adminToken(r *rawAuth, src Sources) (Secret, string, string, error) {
+func adminToken(r *AuthDoc, src Sources) (Secret, string, string, error) {
 	var cand numbered
 	var source string
 	switch v, ok := src.lookup(EnvAdminToken); {
@@ -157,7 +154,7 @@ func (src Sources) tokenFile(name, path string) ([]numbered, error) {
 		return nil, invalid(path, "must be a file path of 1-4096 characters without control characters")
 	}
 	if src.ReadFile == nil {
-		return nil, invalid(path, "token files are read only by Load")
+		return nil, invalid(path, "token files are read only by the loader")
 	}
 	data, err := src.ReadFile(name)
 	if err != nil {
@@ -175,29 +172,4 @@ func (src Sources) tokenFile(name, path string) ([]numbered, error) {
 		out = append(out, numbered{path: path, note: fmt.Sprintf("line %d: ", i+1), value: s})
 	}
 	return out, nil
-}
-
-// ReadTokenFile is the ReadFile Load uses: it refuses anything but a
-// regular file (a FIFO or device would block or never end) and reads at
-// most MaxTokenFileBytes+1 bytes so an oversized file is detected, not
-// swallowed.
-func ReadTokenFile(name string) ([]byte, error) {
-	return readRegular(name, MaxTokenFileBytes)
-}
-
-// readRegular opens without blocking (opening a FIFO for reading would
-// otherwise wait for a writer) and refuses anything but a regular file,
-// checked on the open descriptor so a swapped path cannot slip through.
-func readRegular(name string, limit int64) ([]byte, error) {
-	f, err := os.OpenFile(name, os.O_RDONLY|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	if info, err := f.Stat(); err != nil {
-		return nil, err
-	} else if !info.Mode().IsRegular() {
-		return nil, errNotRegular
-	}
-	return io.ReadAll(io.LimitReader(f, limit+1))
 }

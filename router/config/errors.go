@@ -62,3 +62,12 @@ func invalidCause(path, msg string, cause error) *Error {
 func unreadable(msg string, cause error) *Error {
 	return &Error{Msg: msg, sentinel: ErrUnreadable, cause: cause}
 }
+
+// Invalid returns the *Error for a refused document: path names the setting ("" for the document as a
+// whole) and msg is a fixed sentence that never quotes a configured value. The loader uses it for what
+// it refuses before Build runs (YAML syntax, schema shape).
+func Invalid(path, msg string) *Error { return invalid(path, msg) }
+
+// Unreadable returns the *Error for a configuration file that cannot be read; cause (an fs error, or
+// nil) is kept for errors.Is/As only.
+func Unreadable(msg string, cause error) *Error { return unreadable(msg, cause) }

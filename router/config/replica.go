@@ -11,7 +11,7 @@ import (
 // provenance (tier fields, so they cannot differ per member), 2-16 members
 // with unique IDs and unique endpoints, and the ceiling rules of the
 // chosen strategy.
-func (b *tierBuilder) replica(rt rawTier, path string, t *Tier) error {
+func (b *tierBuilder) replica(rt TierDoc, path string, t *Tier) error {
 	if rt.Endpoint != nil {
 		return invalid(path+".endpoint", "only allowed on direct tiers")
 	}
@@ -47,7 +47,7 @@ func (b *tierBuilder) replica(rt rawTier, path string, t *Tier) error {
 	return checkAggregate(path, t)
 }
 
-func (b *tierBuilder) members(raws []rawMember, path string, t *Tier) error {
+func (b *tierBuilder) members(raws []MemberDoc, path string, t *Tier) error {
 	ids := make(map[string]bool, len(raws))
 	t.Members = make([]Member, 0, len(raws))
 	for j, rm := range raws {
@@ -105,7 +105,7 @@ func checkAggregate(path string, t *Tier) error {
 }
 
 // buildAliases resolves each alias to an existing tier.
-func buildAliases(raws []rawAlias, tierIDs map[string]int) ([]Alias, map[string]int, error) {
+func buildAliases(raws []AliasDoc, tierIDs map[string]int) ([]Alias, map[string]int, error) {
 	if len(raws) == 0 {
 		return nil, nil, invalid("aliases", "at least one alias is required")
 	}

@@ -29,7 +29,7 @@ const (
 )
 
 // buildSettings validates everything except tiers, aliases and auth.
-func buildSettings(raw rawConfig, lookup func(string) (string, bool), c *Config) error {
+func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) error {
 	steps := []func() error{
 		func() error { return buildListen(raw.Listen, lookup, c) },
 		func() error { return buildTLS(raw.TLS, c) },
@@ -67,7 +67,7 @@ func buildListen(p *string, lookup func(string) (string, bool), c *Config) error
 	return nil
 }
 
-func buildTLS(r *rawTLS, c *Config) error {
+func buildTLS(r *TLSDoc, c *Config) error {
 	if r == nil || (r.CertFile == nil && r.KeyFile == nil) {
 		return nil
 	}
@@ -82,17 +82,17 @@ func buildTLS(r *rawTLS, c *Config) error {
 	return err
 }
 
-func buildLimits(r *rawLimits, c *Config) (err error) {
+func buildLimits(r *LimitsDoc, c *Config) (err error) {
 	if r == nil {
-		r = &rawLimits{}
+		r = &LimitsDoc{}
 	}
 	c.limits.MaxBodyBytes, err = intIn(r.MaxBodyBytes, defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes, "limits.max_body_bytes")
 	return err
 }
 
-func buildUpstream(r *rawUpstream, c *Config) (err error) {
+func buildUpstream(r *UpstreamDoc, c *Config) (err error) {
 	if r == nil {
-		r = &rawUpstream{}
+		r = &UpstreamDoc{}
 	}
 	u := &c.upstream
 	if u.ConnectTimeout, err = durIn(r.ConnectTimeout, defaultConnectTimeout, minConnectTimeout, maxConnectTimeout, "upstream.connect_timeout"); err != nil {
@@ -118,7 +118,7 @@ func buildUpstream(r *rawUpstream, c *Config) (err error) {
 	return nil
 }
 
-func buildLog(r *rawLog, c *Config) error {
+func buildLog(r *LogDoc, c *Config) error {
 	c.log = Log{Format: "text", Level: "info"}
 	if r == nil {
 		return nil
@@ -140,9 +140,9 @@ func buildLog(r *rawLog, c *Config) error {
 	return nil
 }
 
-func buildDecisionLog(r *rawDecisionLog, c *Config) error {
+func buildDecisionLog(r *DecisionLogDoc, c *Config) error {
 	if r == nil {
-		r = &rawDecisionLog{}
+		r = &DecisionLogDoc{}
 	}
 	ring, err := intIn(r.RingSize, defaultRingSize, minRingSize, maxRingSize, "decision_log.ring_size")
 	if err != nil {
@@ -160,9 +160,9 @@ func buildDecisionLog(r *rawDecisionLog, c *Config) error {
 	return nil
 }
 
-func buildReadiness(r *rawReadiness, c *Config) (err error) {
+func buildReadiness(r *ReadinessDoc, c *Config) (err error) {
 	if r == nil {
-		r = &rawReadiness{}
+		r = &ReadinessDoc{}
 	}
 	if c.readiness.Interval, err = durIn(r.Interval, defaultReadinessInterval, minReadinessInterval, maxReadinessInterval, "readiness.interval"); err != nil {
 		return err

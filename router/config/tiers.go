@@ -25,7 +25,7 @@ type tierBuilder struct {
 	endpoints map[string]bool
 }
 
-func buildTiers(raws []rawTier, lookup func(string) (string, bool)) ([]Tier, map[string]int, error) {
+func buildTiers(raws []TierDoc, lookup func(string) (string, bool)) ([]Tier, map[string]int, error) {
 	if len(raws) == 0 {
 		return nil, nil, invalid("tiers", "at least one tier is required")
 	}
@@ -52,7 +52,7 @@ func buildTiers(raws []rawTier, lookup func(string) (string, bool)) ([]Tier, map
 	return tiers, b.ids, nil
 }
 
-func (b *tierBuilder) tier(rt rawTier, path string) (Tier, error) {
+func (b *tierBuilder) tier(rt TierDoc, path string) (Tier, error) {
 	var t Tier
 	var err error
 	if t.ID, err = b.tierID(rt.ID, path+".id"); err != nil {
@@ -108,9 +108,9 @@ func tierKind(p *string, path string) (Kind, error) {
 	return "", invalid(path, "must be direct or replica")
 }
 
-func buildGates(r *rawGates, path string) (Gates, error) {
+func buildGates(r *GatesDoc, path string) (Gates, error) {
 	if r == nil {
-		r = &rawGates{}
+		r = &GatesDoc{}
 	}
 	if r.MaxContextTokens == nil {
 		return Gates{}, invalid(path+".max_context_tokens", "is required")
@@ -160,7 +160,7 @@ func (b *tierBuilder) apiKey(p *string, path string) (string, Secret, error) {
 	return name, Secret{value: v}, nil
 }
 
-func (b *tierBuilder) direct(rt rawTier, path string, t *Tier) error {
+func (b *tierBuilder) direct(rt TierDoc, path string, t *Tier) error {
 	for _, f := range []struct {
 		set bool
 		key string

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/router/server"
 )
@@ -62,7 +62,7 @@ func BenchmarkRequestPath(b *testing.B) {
 	for _, strategy := range []string{"round_robin", "capacity"} {
 		for _, n := range []int{2, 16} {
 			b.Run(fmt.Sprintf("%s/%d", strategy, n), func(b *testing.B) {
-				cfg, err := config.Parse([]byte(benchYAML(b, strategy, n)), env)
+				cfg, err := load.Parse([]byte(benchYAML(b, strategy, n)), env)
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -22,6 +22,7 @@ import (
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -142,7 +143,7 @@ func env(k string) (string, bool) {
 
 func startRouter(t *testing.T, yaml string) *router {
 	t.Helper()
-	cfg, err := config.Parse([]byte(yaml), env)
+	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
 	srv, err := server.New(cfg, server.Options{})
 	require.NoError(t, err)
@@ -275,7 +276,7 @@ type serving struct {
 
 func serveReal(t *testing.T, yaml string) serving {
 	t.Helper()
-	cfg, err := config.Parse([]byte(yaml), env)
+	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
 	srv, err := server.New(cfg, server.Options{})
 	require.NoError(t, err)

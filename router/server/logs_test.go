@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -41,7 +41,7 @@ func (b *lockedBuffer) String() string {
 func TestNothingSensitiveReachesLogsOrRecords(t *testing.T) {
 	const prompt = "PROMPT-MARKER-7f3a"
 	ms := startMembers(t, 2)
-	cfg, err := config.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2})), env)
+	cfg, err := load.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2})), env)
 	require.NoError(t, err)
 	logs := &lockedBuffer{}
 	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})

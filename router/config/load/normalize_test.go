@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"flag"
@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -43,25 +44,26 @@ func TestNormalizedGolden(t *testing.T) {
 func TestFullAccessors(t *testing.T) {
 	c := mustParse(t, readTestdata(t, "full.yaml"), fullEnv())
 	assert.Equal(t, "[::1]:8443", c.Listen())
-	assert.Equal(t, TLS{CertFile: "/etc/anvil/tls/cert.pem", KeyFile: "/etc/anvil/tls/key.pem"}, c.TLS())
-	assert.Equal(t, Limits{MaxBodyBytes: 2 << 20}, c.Limits())
-	assert.Equal(t, Upstream{ConnectTimeout: 2 * time.Second, FirstByteTimeout: 90 * time.Second, Timeout: 90 * time.Minute, MaxResponseBytes: 16 << 20}, c.Upstream())
+	assert.Equal(t, config.TLS{CertFile: "/etc/anvil/tls/cert.pem", KeyFile: "/etc/anvil/tls/key.pem"}, c.TLS())
+	assert.Equal(t, config.Limits{MaxBodyBytes: 2 << 20}, c.Limits())
+	assert.Equal(t, config.Upstream{ConnectTimeout: 2 * time.Second, FirstByteTimeout: 90 * time.Second, Timeout: 90 * time.Minute, MaxResponseBytes: 16 << 20}, c.Upstream())
 	assert.Equal(t, 45*time.Second, c.ShutdownGrace())
-	assert.Equal(t, Log{Format: "json", Level: "debug"}, c.Log())
-	assert.Equal(t, DecisionLog{RingSize: 4096, JSONLPath: "/var/log/anvil/decisions.jsonl", MaxLineBytes: 8192}, c.DecisionLog())
+	assert.Equal(t, config.Log{Format: "json", Level: "debug"}, c.Log())
+	assert.Equal(t, config.DecisionLog{RingSize: 4096, JSONLPath: "/var/log/anvil/decisions.jsonl", MaxLineBytes: 8192}, c.DecisionLog())
 	assert.Equal(t, "/var/lib/anvil/intent.json", c.IntentFile())
-	assert.Equal(t, Readiness{Interval: 1500 * time.Millisecond, Timeout: 500 * time.Millisecond}, c.Readiness())
-	assert.Equal(t, []Alias{{"chat", "gpu-box"}, {"meta-llama/llama-3.1-8b-instruct", "gpu-box"}, {"big", "hosted"}}, c.Aliases())
+	assert.Equal(t, config.Readiness{Interval: 1500 * time.Millisecond, Timeout: 500 * time.Millisecond}, c.Readiness())
+	assert.Equal(t, []config.Alias{{ID: "chat", Tier: "gpu-box"}, {ID: "meta-llama/llama-3.1-8b-instruct", Tier: "gpu-box"}, {ID: "big", Tier: "hosted"}}, c.Aliases())
 
 	gpu, ok := c.Alias("chat")
 	require.True(t, ok)
-	assert.Equal(t, Tier{
-		ID: "gpu-box", Kind: KindReplica, ServedModel: "meta-llama/Llama-3.1-8B-Instruct",
-		Gates:          Gates{MaxContextTokens: 8192, MaxOutputTokens: 2048, ToolsAllowed: true},
-		MaxConcurrency: 48, APIKeyEnv: "GPU_BOX_KEY", APIKey: Secret{value: "gpu-SECRET-key"},
+	assert.Equal(t, "gpu-SECRET-key", gpu.APIKey.Reveal())
+	assert.Equal(t, config.Tier{
+		ID: "gpu-box", Kind: config.KindReplica, ServedModel: "meta-llama/Llama-3.1-8B-Instruct",
+		Gates:          config.Gates{MaxContextTokens: 8192, MaxOutputTokens: 2048, ToolsAllowed: true},
+		MaxConcurrency: 48, APIKeyEnv: "GPU_BOX_KEY", APIKey: gpu.APIKey,
 		Host: "gpu-box.example.net", Provenance: "vllm 0.12.0, weights sha256:0123abcd, one H100",
-		Strategy: StrategyCapacity,
-		Members: []Member{
+		Strategy: config.StrategyCapacity,
+		Members: []config.Member{
 			{ID: "vllm-0", Endpoint: "http://gpu-box.example.net:8001", MaxConcurrency: 32},
 			{ID: "vllm-1", Endpoint: "http://gpu-box.example.net:8002", MaxConcurrency: 32},
 		},
@@ -69,12 +71,12 @@ func TestFullAccessors(t *testing.T) {
 	rr, ok := c.Tier("rr-box")
 	require.True(t, ok)
 	assert.Equal(t, "::1", rr.Host)
-	assert.Equal(t, StrategyRoundRobin, rr.Strategy, "round robin is the default strategy")
-	assert.Equal(t, []Member{{ID: "a", Endpoint: "http://[::1]:9001"}, {ID: "b", Endpoint: "http://[::1]:9002", MaxConcurrency: 8}}, rr.Members)
+	assert.Equal(t, config.StrategyRoundRobin, rr.Strategy, "round robin is the default strategy")
+	assert.Equal(t, []config.Member{{ID: "a", Endpoint: "http://[::1]:9001"}, {ID: "b", Endpoint: "http://[::1]:9002", MaxConcurrency: 8}}, rr.Members)
 	hosted, ok := c.Alias("big")
 	require.True(t, ok)
 	assert.Equal(t, "https://api.example.com/v1", hosted.Endpoint)
-	assert.Equal(t, Strategy(""), hosted.Strategy)
+	assert.Equal(t, config.Strategy(""), hosted.Strategy)
 	assert.Nil(t, hosted.Members)
 
 	_, ok = c.Alias("Chat")
@@ -90,32 +92,32 @@ func TestFullAccessors(t *testing.T) {
 
 func TestDefaults(t *testing.T) {
 	c := mustParse(t, loadDoc(t, baseDoc).del(t, "listen").bytes(t), baseEnv())
-	assert.Equal(t, DefaultListen, c.Listen())
+	assert.Equal(t, config.DefaultListen, c.Listen())
 	assert.False(t, c.TLS().Enabled())
 	assert.Equal(t, int64(1<<20), c.Limits().MaxBodyBytes)
-	assert.Equal(t, Upstream{ConnectTimeout: 5 * time.Second, FirstByteTimeout: 2 * time.Minute, Timeout: 10 * time.Minute, MaxResponseBytes: 32 << 20}, c.Upstream())
+	assert.Equal(t, config.Upstream{ConnectTimeout: 5 * time.Second, FirstByteTimeout: 2 * time.Minute, Timeout: 10 * time.Minute, MaxResponseBytes: 32 << 20}, c.Upstream())
 	assert.Equal(t, 30*time.Second, c.ShutdownGrace())
-	assert.Equal(t, Log{Format: "text", Level: "info"}, c.Log())
-	assert.Equal(t, DecisionLog{RingSize: 1024, MaxLineBytes: 8192}, c.DecisionLog())
+	assert.Equal(t, config.Log{Format: "text", Level: "info"}, c.Log())
+	assert.Equal(t, config.DecisionLog{RingSize: 1024, MaxLineBytes: 8192}, c.DecisionLog())
 	assert.Empty(t, c.IntentFile())
-	assert.Equal(t, Readiness{Interval: 2 * time.Second, Timeout: time.Second}, c.Readiness())
+	assert.Equal(t, config.Readiness{Interval: 2 * time.Second, Timeout: time.Second}, c.Readiness())
 	slow, _ := c.Tier("slow")
-	assert.Equal(t, Gates{MaxContextTokens: 4096, MaxOutputTokens: 4096}, slow.Gates, "output defaults to context, tools and media off")
+	assert.Equal(t, config.Gates{MaxContextTokens: 4096, MaxOutputTokens: 4096}, slow.Gates, "output defaults to context, tools and media off")
 }
 
 func TestEffectiveMaxConcurrency(t *testing.T) {
 	cases := []struct {
 		name string
-		tier Tier
+		tier config.Tier
 		want int64
 	}{
-		{"direct unlimited", Tier{Kind: KindDirect}, 0},
-		{"direct set", Tier{Kind: KindDirect, MaxConcurrency: 7}, 7},
-		{"rr unlimited even with member ceilings", Tier{Kind: KindReplica, Strategy: StrategyRoundRobin, Members: []Member{{MaxConcurrency: 2}, {MaxConcurrency: 3}}}, 0},
-		{"rr set", Tier{Kind: KindReplica, Strategy: StrategyRoundRobin, MaxConcurrency: 4}, 4},
-		{"capacity sums members", Tier{Kind: KindReplica, Strategy: StrategyCapacity, Members: []Member{{MaxConcurrency: 2}, {MaxConcurrency: 3}}}, 5},
-		{"capacity sixteen members not multiplied", Tier{Kind: KindReplica, Strategy: StrategyCapacity, Members: make16(100000)}, 1600000},
-		{"capacity explicit below sum", Tier{Kind: KindReplica, Strategy: StrategyCapacity, MaxConcurrency: 3, Members: []Member{{MaxConcurrency: 2}, {MaxConcurrency: 3}}}, 3},
+		{"direct unlimited", config.Tier{Kind: config.KindDirect}, 0},
+		{"direct set", config.Tier{Kind: config.KindDirect, MaxConcurrency: 7}, 7},
+		{"rr unlimited even with member ceilings", config.Tier{Kind: config.KindReplica, Strategy: config.StrategyRoundRobin, Members: []config.Member{{MaxConcurrency: 2}, {MaxConcurrency: 3}}}, 0},
+		{"rr set", config.Tier{Kind: config.KindReplica, Strategy: config.StrategyRoundRobin, MaxConcurrency: 4}, 4},
+		{"capacity sums members", config.Tier{Kind: config.KindReplica, Strategy: config.StrategyCapacity, Members: []config.Member{{MaxConcurrency: 2}, {MaxConcurrency: 3}}}, 5},
+		{"capacity sixteen members not multiplied", config.Tier{Kind: config.KindReplica, Strategy: config.StrategyCapacity, Members: make16(100000)}, 1600000},
+		{"capacity explicit below sum", config.Tier{Kind: config.KindReplica, Strategy: config.StrategyCapacity, MaxConcurrency: 3, Members: []config.Member{{MaxConcurrency: 2}, {MaxConcurrency: 3}}}, 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -131,21 +133,21 @@ func TestEffectiveMaxConcurrency(t *testing.T) {
 	assert.Equal(t, int64(10), fast.EffectiveMaxConcurrency(), "equal to the sum is allowed")
 }
 
-func make16(ceiling int64) []Member {
-	out := make([]Member, 16)
+func make16(ceiling int64) []config.Member {
+	out := make([]config.Member, 16)
 	for i := range out {
 		out[i].MaxConcurrency = ceiling
 	}
 	return out
 }
 
-// TestImmutable: nothing a caller receives aliases the Config's state.
+// TestImmutable: nothing a caller receives aliases the config.Config's state.
 func TestImmutable(t *testing.T) {
 	c := mustParse(t, []byte(baseDoc), baseEnv())
 	tiers := c.Tiers()
 	tiers[0].ID = "changed"
 	tiers[0].Members[0].MaxConcurrency = 99
-	tiers[0].Members = append(tiers[0].Members, Member{ID: "extra"})
+	tiers[0].Members = append(tiers[0].Members, config.Member{ID: "extra"})
 	fast, ok := c.Tier("fast")
 	require.True(t, ok)
 	fast.Members[1].ID = "changed"
@@ -154,10 +156,10 @@ func TestImmutable(t *testing.T) {
 	aliases := c.Aliases()
 	aliases[0].Tier = "changed"
 	toks := c.CallerTokens()
-	toks[0] = Secret{value: "changed"}
+	toks[0] = config.Secret{}
 
 	again, _ := c.Tier("fast")
-	assert.Equal(t, []Member{
+	assert.Equal(t, []config.Member{
 		{ID: "m0", Endpoint: "http://127.0.0.1:9001", MaxConcurrency: 4},
 		{ID: "m1", Endpoint: "http://127.0.0.1:9002", MaxConcurrency: 6},
 	}, again.Members)
@@ -172,8 +174,8 @@ func TestNormalizedRoundTrip(t *testing.T) {
 	for _, name := range []string{"full.yaml", "minimal.yaml"} {
 		t.Run(name, func(t *testing.T) {
 			env := fullEnv()
-			env[EnvAPITokens] = callerTok + "," + callerTok2
-			env[EnvAdminToken] = adminTok
+			env[config.EnvAPITokens] = callerTok + "," + callerTok2
+			env[config.EnvAdminToken] = adminTok
 			c := mustParse(t, readTestdata(t, name), env)
 			n1, err := c.Normalized()
 			require.NoError(t, err)

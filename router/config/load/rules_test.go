@@ -1,10 +1,11 @@
-package config
+package load
 
 import (
 	"errors"
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -158,7 +159,7 @@ func TestSemanticRules(t *testing.T) {
 		{"caller token count", []edit{set("auth.caller_tokens", manyTokens(1025))}, nil, "config: auth: at most 1024 caller tokens"},
 		{"admin token bad", []edit{set("auth.admin_token", "SECRET")}, nil, "config: auth.admin_token: " + tokenRule},
 		{"admin equals caller", []edit{set("auth.admin_token", callerTok)}, nil, "config: auth.admin_token: must differ from every caller token"},
-		{"token file without Load", []edit{del("auth.caller_tokens"), set("auth.caller_tokens_file", "/etc/anvil/tokens")}, nil, "config: auth.caller_tokens_file: token files are read only by Load"},
+		{"token file without the loader", []edit{del("auth.caller_tokens"), set("auth.caller_tokens_file", "/etc/anvil/tokens")}, nil, "config: auth.caller_tokens_file: token files are read only by the loader"},
 		{"token file empty path", []edit{del("auth.caller_tokens"), set("auth.caller_tokens_file", "")}, nil, "config: auth.caller_tokens_file: must be a file path of 1-4096 characters without control characters"},
 	}
 	for _, tc := range cases {
@@ -174,9 +175,9 @@ func TestSemanticRules(t *testing.T) {
 			_, err := Parse(d.bytes(t), envMap(env))
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			assert.True(t, errors.Is(err, ErrInvalid), "errors.Is(ErrInvalid)")
+			assert.True(t, errors.Is(err, config.ErrInvalid), "errors.Is(config.ErrInvalid)")
 			assert.NotContains(t, err.Error(), "SECRET", "error echoes a secret")
-			var ce *Error
+			var ce *config.Error
 			require.True(t, errors.As(err, &ce))
 			assert.Equal(t, tc.want, "config: "+pathPrefix(ce.Path)+ce.Msg)
 		})

@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"io/fs"
@@ -8,13 +8,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 )
 
 var (
-	docsDir     = filepath.Join("..", "..", "docs")
+	docsDir     = filepath.Join("..", "..", "..", "docs")
 	exampleFile = filepath.Join(docsDir, "examples", "router.yaml")
 	configDoc   = filepath.Join(docsDir, "CONFIGURATION.md")
 )
@@ -30,7 +31,7 @@ func TestDocsExampleParses(t *testing.T) {
 		"/etc/anvil/caller-tokens": "# callers\n" + callerTok + "\n" + callerTok2 + "\n",
 		"/etc/anvil/admin-token":   adminTok + "\n",
 	}
-	c, err := ParseWith(data, Sources{
+	c, err := ParseWith(data, config.Sources{
 		LookupEnv: envMap(apiEnv),
 		ReadFile: func(name string) ([]byte, error) {
 			if v, ok := files[name]; ok {
@@ -43,11 +44,11 @@ func TestDocsExampleParses(t *testing.T) {
 	assert.Len(t, c.CallerTokens(), 2)
 	llama, ok := c.Alias("chat")
 	require.True(t, ok)
-	assert.Equal(t, StrategyCapacity, llama.Strategy)
+	assert.Equal(t, config.StrategyCapacity, llama.Strategy)
 	assert.Equal(t, int64(128), llama.EffectiveMaxConcurrency(), "the documented 4 x 32")
 
-	apiEnv[EnvAPITokens] = callerTok
-	apiEnv[EnvAdminToken] = adminTok
+	apiEnv[config.EnvAPITokens] = callerTok
+	apiEnv[config.EnvAdminToken] = adminTok
 	_, err = Parse(data, envMap(apiEnv))
 	require.NoError(t, err, "environment overrides make the token files unnecessary")
 }
@@ -77,7 +78,7 @@ func schemaPaths(ty reflect.Type, prefix string) []string {
 func TestDocumentedKeys(t *testing.T) {
 	md, err := os.ReadFile(configDoc)
 	require.NoError(t, err)
-	paths := schemaPaths(reflect.TypeFor[rawConfig](), "")
+	paths := schemaPaths(reflect.TypeFor[config.Document](), "")
 	require.GreaterOrEqual(t, len(paths), 39)
 	for _, p := range paths {
 		assert.Contains(t, string(md), "| `"+p+"` |", "key %s is not documented", p)
@@ -97,7 +98,7 @@ func TestDocumentedDefaults(t *testing.T) {
 			rows[key] = line
 		}
 	}
-	c := mustParse(t, readTestdata(t, "minimal.yaml"), map[string]string{EnvAPIToken: callerTok})
+	c := mustParse(t, readTestdata(t, "minimal.yaml"), map[string]string{config.EnvAPIToken: callerTok})
 	norm, err := c.Normalized()
 	require.NoError(t, err)
 	var tree map[string]any

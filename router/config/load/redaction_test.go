@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"bytes"
@@ -8,12 +8,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 )
 
-// TestRedaction prints a Config, its tiers and its secrets every way a
+// TestRedaction prints a config.Config, its tiers and its secrets every way a
 // careless caller might, and checks that no credential ever shows.
 func TestRedaction(t *testing.T) {
 	c := mustParse(t, []byte(baseDoc), baseEnv())
@@ -38,9 +39,9 @@ func TestRedaction(t *testing.T) {
 	rendered = append(rendered, logs.String())
 
 	j, err := json.Marshal(struct {
-		Tier   Tier
-		Tokens []Secret
-		Admin  Secret
+		Tier   config.Tier
+		Tokens []config.Secret
+		Admin  config.Secret
 	}{big, c.CallerTokens(), c.AdminToken()})
 	require.NoError(t, err)
 	y, err := yaml.Marshal(big)
@@ -59,19 +60,6 @@ func TestRedaction(t *testing.T) {
 	assert.Equal(t, `config.Secret("[redacted]")`, fmt.Sprintf("%#v", big.APIKey))
 	assert.Equal(t, "config{listen=127.0.0.1:9000 tls=false tiers=3 aliases=4 caller_tokens=1 admin_token=true}", c.String())
 	assert.Equal(t, "config.Config{listen=127.0.0.1:9000 tls=false tiers=3 aliases=4 caller_tokens=1 admin_token=true}", fmt.Sprintf("%#v", c))
-}
-
-func TestSecret(t *testing.T) {
-	var zero Secret
-	assert.True(t, zero.IsZero())
-	assert.False(t, zero.Matches(""), "a zero secret matches nothing")
-	assert.Equal(t, "", zero.String())
-	s := Secret{value: adminTok}
-	assert.True(t, s.Matches(adminTok))
-	assert.False(t, s.Matches(adminTok+"x"))
-	assert.False(t, s.Matches(adminTok[:len(adminTok)-1]))
-	assert.False(t, s.Matches(""))
-	assert.Equal(t, adminTok, s.Reveal())
 }
 
 // TestErrorsNeverEchoValues feeds secrets into every place where a bad
@@ -95,7 +83,7 @@ func TestErrorsNeverEchoValues(t *testing.T) {
 		"auth:\n  caller_tokens: [x]\n\t" + leak + "\n",
 	}
 	for _, d := range docs {
-		_, err := Parse([]byte(d), envMap(map[string]string{EnvAdminToken: leak + " bad"}))
+		_, err := Parse([]byte(d), envMap(map[string]string{config.EnvAdminToken: leak + " bad"}))
 		require.Error(t, err, d)
 		assert.NotContains(t, err.Error(), leak, "document %q", d)
 		assert.NotContains(t, strings.ToLower(err.Error()), strings.ToLower(leak))

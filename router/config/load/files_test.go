@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -38,12 +39,12 @@ func TestLoadTokenFiles(t *testing.T) {
 	admin := writeFile(t, dir, "admin", "# admin\n"+adminTok+"\n\n")
 	cfgPath := writeFile(t, dir, "router.yaml", fileDoc(t, callers, admin))
 	t.Setenv("BIG_API_KEY", apiKey)
-	t.Setenv(EnvAPIToken, "")
-	t.Setenv(EnvAPITokens, "")
-	t.Setenv(EnvAdminToken, "")
-	t.Setenv(EnvListen, "")
+	t.Setenv(config.EnvAPIToken, "")
+	t.Setenv(config.EnvAPITokens, "")
+	t.Setenv(config.EnvAdminToken, "")
+	t.Setenv(config.EnvListen, "")
 
-	c, err := Load(cfgPath)
+	c, err := File(cfgPath)
 	require.NoError(t, err)
 	assert.Equal(t, []string{callerTok, callerTok2}, revealAll(c.CallerTokens()))
 	assert.Equal(t, adminTok, c.AdminToken().Reveal())
@@ -59,11 +60,11 @@ func TestLoadEnvOverridesProcessEnvironment(t *testing.T) {
 	dir := t.TempDir()
 	cfgPath := writeFile(t, dir, "router.yaml", fileDoc(t, filepath.Join(dir, "missing"), filepath.Join(dir, "missing-too")))
 	t.Setenv("BIG_API_KEY", apiKey)
-	t.Setenv(EnvListen, "0.0.0.0:8443")
-	t.Setenv(EnvAPITokens, callerTok2)
-	t.Setenv(EnvAPIToken, "")
-	t.Setenv(EnvAdminToken, adminTok)
-	c, err := Load(cfgPath)
+	t.Setenv(config.EnvListen, "0.0.0.0:8443")
+	t.Setenv(config.EnvAPITokens, callerTok2)
+	t.Setenv(config.EnvAPIToken, "")
+	t.Setenv(config.EnvAdminToken, adminTok)
+	c, err := File(cfgPath)
 	require.NoError(t, err)
 	assert.Equal(t, "0.0.0.0:8443", c.Listen())
 	assert.Equal(t, []string{callerTok2}, revealAll(c.CallerTokens()))
@@ -72,7 +73,7 @@ func TestLoadEnvOverridesProcessEnvironment(t *testing.T) {
 
 func TestTokenFileErrors(t *testing.T) {
 	dir := t.TempDir()
-	big := strings.Repeat("#", MaxTokenFileBytes) + "\n" + callerTok + "\n"
+	big := strings.Repeat("#", config.MaxTokenFileBytes) + "\n" + callerTok + "\n"
 	cases := []struct {
 		name    string
 		callers string // file content; "" with missing=true means no file
@@ -91,9 +92,9 @@ func TestTokenFileErrors(t *testing.T) {
 		{"admin equals caller", callerTok + "\n", callerTok + "\n", false, "config: auth.admin_token_file: must differ from every caller token"},
 	}
 	t.Setenv("BIG_API_KEY", apiKey)
-	t.Setenv(EnvAPIToken, "")
-	t.Setenv(EnvAPITokens, "")
-	t.Setenv(EnvAdminToken, "")
+	t.Setenv(config.EnvAPIToken, "")
+	t.Setenv(config.EnvAPITokens, "")
+	t.Setenv(config.EnvAdminToken, "")
 	for i, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			sub := filepath.Join(dir, string(rune('a'+i)))
@@ -106,10 +107,10 @@ func TestTokenFileErrors(t *testing.T) {
 			if tc.admin != "" {
 				admin = writeFile(t, sub, "admin", tc.admin)
 			}
-			_, err := Load(writeFile(t, sub, "router.yaml", fileDoc(t, callers, admin)))
+			_, err := File(writeFile(t, sub, "router.yaml", fileDoc(t, callers, admin)))
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			assert.True(t, errors.Is(err, ErrInvalid))
+			assert.True(t, errors.Is(err, config.ErrInvalid))
 			assert.NotContains(t, err.Error(), "SECRET")
 			if tc.missing {
 				assert.True(t, errors.Is(err, fs.ErrNotExist), "fs cause is kept for errors.Is")
@@ -134,7 +135,7 @@ func TestTokenFileMustBeRegular(t *testing.T) {
 
 func TestParseWithReadFile(t *testing.T) {
 	files := map[string]string{"/t/callers": callerTok + "\n", "/t/admin": adminTok}
-	src := Sources{
+	src := config.Sources{
 		LookupEnv: envMap(baseEnv()),
 		ReadFile: func(name string) ([]byte, error) {
 			if v, ok := files[name]; ok {
@@ -148,7 +149,7 @@ func TestParseWithReadFile(t *testing.T) {
 	assert.Equal(t, []string{callerTok}, revealAll(c.CallerTokens()))
 	assert.Equal(t, adminTok, c.AdminToken().Reveal())
 
-	files["/t/callers"] = strings.Repeat("a", MaxTokenFileBytes+1)
+	files["/t/callers"] = strings.Repeat("a", config.MaxTokenFileBytes+1)
 	_, err = ParseWith([]byte(fileDoc(t, "/t/callers", "/t/admin")), src)
 	require.Error(t, err)
 	assert.Equal(t, "config: auth.caller_tokens_file: file exceeds 65536 bytes", err.Error())
@@ -162,21 +163,21 @@ func TestLoadUnreadable(t *testing.T) {
 	}
 	for name, path := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := Load(path)
+			_, err := File(path)
 			require.Error(t, err)
 			assert.Equal(t, "config: cannot read config file", err.Error())
-			assert.True(t, errors.Is(err, ErrUnreadable))
-			assert.False(t, errors.Is(err, ErrInvalid))
+			assert.True(t, errors.Is(err, config.ErrUnreadable))
+			assert.False(t, errors.Is(err, config.ErrInvalid))
 		})
 	}
-	_, err := Load(filepath.Join(dir, "nope.yaml"))
+	_, err := File(filepath.Join(dir, "nope.yaml"))
 	assert.True(t, errors.Is(err, fs.ErrNotExist))
 }
 
 func TestLoadOversize(t *testing.T) {
 	p := writeFile(t, t.TempDir(), "big.yaml", "listen: x\n"+strings.Repeat("# pad\n", MaxFileBytes/6+1))
-	_, err := Load(p)
+	_, err := File(p)
 	require.Error(t, err)
 	assert.Equal(t, "config: document exceeds 1048576 bytes", err.Error())
-	assert.True(t, errors.Is(err, ErrInvalid))
+	assert.True(t, errors.Is(err, config.ErrInvalid))
 }

@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"errors"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/anvil-llm/anvil/router/config"
 )
 
 // fuzzEnv supplies credentials through the environment, so accepted
@@ -13,18 +15,18 @@ import (
 // API key, so api_key_env never blocks acceptance.
 func fuzzEnv(key string) (string, bool) {
 	switch key {
-	case EnvAPITokens:
+	case config.EnvAPITokens:
 		return callerTok + "," + callerTok2, true
-	case EnvAdminToken:
+	case config.EnvAdminToken:
 		return adminTok, true
-	case EnvAPIToken, EnvListen:
+	case config.EnvAPIToken, config.EnvListen:
 		return "", false
 	}
 	return apiKey, true
 }
 
-// FuzzParse: Parse never panics; a refusal is always a fixed *Error
-// wrapping ErrInvalid that names no secret; an acceptance normalizes
+// FuzzParse: Parse never panics; a refusal is always a fixed *config.Error
+// wrapping config.ErrInvalid that names no secret; an acceptance normalizes
 // without secrets, parses again, and normalizes to the same bytes. The
 // gate's promise that viper decodes whatever it accepts is checked too:
 // "document could not be decoded" must never happen.
@@ -47,8 +49,8 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, fuzzEnv)
 		if err != nil {
-			var ce *Error
-			if !errors.As(err, &ce) || !errors.Is(err, ErrInvalid) {
+			var ce *config.Error
+			if !errors.As(err, &ce) || !errors.Is(err, config.ErrInvalid) {
 				t.Fatalf("error is not a config.Error wrapping ErrInvalid: %v", err)
 			}
 			if ce.Msg == "document could not be decoded" {

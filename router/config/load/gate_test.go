@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"errors"
@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -98,7 +99,7 @@ func TestGate(t *testing.T) {
 			_, err := Parse([]byte(tc.doc), nil)
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			assert.True(t, errors.Is(err, ErrInvalid))
+			assert.True(t, errors.Is(err, config.ErrInvalid))
 			assert.NotContains(t, err.Error(), "SECRET")
 		})
 	}
@@ -165,7 +166,7 @@ func TestSchemaTypesSupported(t *testing.T) {
 			t.Errorf("%s: unsupported schema type %s", path, ty)
 		}
 	}
-	walk(reflect.TypeFor[rawConfig](), "")
+	walk(reflect.TypeFor[config.Document](), "")
 }
 
 // TestViperAloneIsLenient documents why the gate exists: each of these
@@ -174,14 +175,14 @@ func TestSchemaTypesSupported(t *testing.T) {
 func TestViperAloneIsLenient(t *testing.T) {
 	cases := []struct {
 		name, doc, want string
-		check           func(t *testing.T, raw rawConfig)
+		check           func(t *testing.T, raw config.Document)
 	}{
 		{"case-folded twins merge", "Listen: 127.0.0.1:1\nlisten: 127.0.0.1:2\n", "config: Listen: unknown key",
-			func(t *testing.T, raw rawConfig) { require.NotNil(t, raw.Listen) }},
+			func(t *testing.T, raw config.Document) { require.NotNil(t, raw.Listen) }},
 		{"float truncated", "limits: {max_body_bytes: 2048.9}\n", "config: limits.max_body_bytes: must be an integer",
-			func(t *testing.T, raw rawConfig) { assert.Equal(t, int64(2048), *raw.Limits.MaxBodyBytes) }},
+			func(t *testing.T, raw config.Document) { assert.Equal(t, int64(2048), *raw.Limits.MaxBodyBytes) }},
 		{"mixed-case nested key", "tiers: [{ID: fast}]\n", "config: tiers[0].ID: unknown key",
-			func(t *testing.T, raw rawConfig) { assert.Equal(t, "fast", *raw.Tiers[0].ID) }},
+			func(t *testing.T, raw config.Document) { assert.Equal(t, "fast", *raw.Tiers[0].ID) }},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,4 +1,4 @@
-package config
+package load
 
 import (
 	"regexp"
@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/require"
 	"go.yaml.in/yaml/v3"
 )
@@ -163,9 +164,12 @@ func members(host string, n int, ceiling int) []any {
 	return out
 }
 
-func mustParse(t testing.TB, data []byte, env map[string]string) Config {
+func mustParse(t testing.TB, data []byte, env map[string]string) config.Config {
 	t.Helper()
 	c, err := Parse(data, envMap(env))
 	require.NoError(t, err)
 	return c
 }
+
+// tokenRule is the fixed message for a malformed bearer token, spelled out so a change to it fails here.
+const tokenRule = "must be a bearer token of 16-512 characters from A-Z a-z 0-9 - . _ ~ + / with optional trailing ="

@@ -1,8 +1,9 @@
-package config
+package load
 
 import (
 	"reflect"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/yamlschema"
 )
 
@@ -16,7 +17,7 @@ const MaxFileBytes = 1 << 20
 // negative int64, a bare integer becomes a duration in nanoseconds, and
 // yaml.v3 only reports duplicate keys when decoding into Go maps. So the
 // document is first parsed into a yaml.Node tree and checked, by package
-// yamlschema, against the closed schema (the raw* types, by reflection on
+// yamlschema, against the closed schema (config.Document, by reflection on
 // their mapstructure tags): exactly one document, a mapping at the top, exact-case known keys
 // only, no duplicate keys, no anchors/aliases/merge keys, and every value of
 // the YAML type its field needs. Anything the gate accepts decodes
@@ -26,12 +27,12 @@ func gate(data []byte) (err error) {
 		// yaml.v3 has panicked on hostile input in past releases; a
 		// config loader must return an error, never crash the router.
 		if r := recover(); r != nil {
-			err = invalid("", "invalid YAML syntax")
+			err = config.Invalid("", "invalid YAML syntax")
 		}
 	}()
 	top, p := yamlschema.Document(data, MaxFileBytes)
 	if p == nil {
-		p = yamlschema.Check(top, reflect.TypeFor[rawConfig](), yamlschema.Options{
+		p = yamlschema.Check(top, reflect.TypeFor[config.Document](), yamlschema.Options{
 			Tag: "mapstructure",
 			// A token pasted under the wrong auth key must not be echoed
 			// into logs, so unknown keys there are located by line only.
@@ -39,7 +40,7 @@ func gate(data []byte) (err error) {
 		})
 	}
 	if p != nil {
-		return invalid(p.Path, p.Msg)
+		return config.Invalid(p.Path, p.Msg)
 	}
 	return nil
 }

@@ -1,14 +1,15 @@
-package config
+package load
 
 import (
 	"errors"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-func revealAll(ss []Secret) []string {
+func revealAll(ss []config.Secret) []string {
 	out := make([]string, len(ss))
 	for i, s := range ss {
 		out[i] = s.Reveal()
@@ -29,15 +30,15 @@ func TestEnvOverrides(t *testing.T) {
 		wantAdmin  string
 	}{
 		{"file values", []byte(baseDoc), nil, "127.0.0.1:9000", []string{callerTok}, adminTok},
-		{"listen override", []byte(baseDoc), map[string]string{EnvListen: "[::1]:0"}, "[::1]:0", []string{callerTok}, adminTok},
-		{"empty env is unset", []byte(baseDoc), map[string]string{EnvListen: "", EnvAPIToken: "", EnvAPITokens: "", EnvAdminToken: ""}, "127.0.0.1:9000", []string{callerTok}, adminTok},
-		{"single token replaces inline", []byte(baseDoc), map[string]string{EnvAPIToken: callerTok2}, "127.0.0.1:9000", []string{callerTok2}, adminTok},
-		{"token list", []byte(baseDoc), map[string]string{EnvAPITokens: callerTok + " , " + callerTok2}, "127.0.0.1:9000", []string{callerTok, callerTok2}, adminTok},
-		{"list and single combine", []byte(baseDoc), map[string]string{EnvAPITokens: callerTok, EnvAPIToken: callerTok2}, "127.0.0.1:9000", []string{callerTok, callerTok2}, adminTok},
-		{"admin override", []byte(baseDoc), map[string]string{EnvAdminToken: "admin-from-env-eeeeeeeeeeee"}, "127.0.0.1:9000", []string{callerTok}, "admin-from-env-eeeeeeeeeeee"},
+		{"listen override", []byte(baseDoc), map[string]string{config.EnvListen: "[::1]:0"}, "[::1]:0", []string{callerTok}, adminTok},
+		{"empty env is unset", []byte(baseDoc), map[string]string{config.EnvListen: "", config.EnvAPIToken: "", config.EnvAPITokens: "", config.EnvAdminToken: ""}, "127.0.0.1:9000", []string{callerTok}, adminTok},
+		{"single token replaces inline", []byte(baseDoc), map[string]string{config.EnvAPIToken: callerTok2}, "127.0.0.1:9000", []string{callerTok2}, adminTok},
+		{"token list", []byte(baseDoc), map[string]string{config.EnvAPITokens: callerTok + " , " + callerTok2}, "127.0.0.1:9000", []string{callerTok, callerTok2}, adminTok},
+		{"list and single combine", []byte(baseDoc), map[string]string{config.EnvAPITokens: callerTok, config.EnvAPIToken: callerTok2}, "127.0.0.1:9000", []string{callerTok, callerTok2}, adminTok},
+		{"admin override", []byte(baseDoc), map[string]string{config.EnvAdminToken: "admin-from-env-eeeeeeeeeeee"}, "127.0.0.1:9000", []string{callerTok}, "admin-from-env-eeeeeeeeeeee"},
 		// The environment wins over files without reading them: the
 		// files named here do not exist and Parse has no file reader.
-		{"env replaces token files", fileTokensDoc, map[string]string{EnvAPIToken: callerTok, EnvAdminToken: adminTok}, "127.0.0.1:9000", []string{callerTok}, adminTok},
+		{"env replaces token files", fileTokensDoc, map[string]string{config.EnvAPIToken: callerTok, config.EnvAdminToken: adminTok}, "127.0.0.1:9000", []string{callerTok}, adminTok},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -59,14 +60,14 @@ func TestEnvOverrideErrors(t *testing.T) {
 		env  map[string]string
 		want string
 	}{
-		{"bad listen", map[string]string{EnvListen: "nope"}, "config: ANVIL_LISTEN: must be host:port with a port 0-65535"},
-		{"bad single token", map[string]string{EnvAPIToken: "SECRET short"}, "config: ANVIL_API_TOKEN: " + tokenRule},
-		{"bad list element", map[string]string{EnvAPITokens: callerTok + ",SECRET-short"}, "config: ANVIL_API_TOKENS[1]: " + tokenRule},
-		{"trailing comma", map[string]string{EnvAPITokens: callerTok + ","}, "config: ANVIL_API_TOKENS[1]: " + tokenRule},
-		{"duplicate across env", map[string]string{EnvAPITokens: callerTok, EnvAPIToken: callerTok}, "config: ANVIL_API_TOKEN: duplicate token"},
-		{"bad admin", map[string]string{EnvAdminToken: "SECRET"}, "config: ANVIL_ADMIN_TOKEN: " + tokenRule},
-		{"admin equals env caller", map[string]string{EnvAPIToken: callerTok2, EnvAdminToken: callerTok2}, "config: ANVIL_ADMIN_TOKEN: must differ from every caller token"},
-		{"admin from file doc equals env caller", map[string]string{EnvAPIToken: adminTok}, "config: auth.admin_token: must differ from every caller token"},
+		{"bad listen", map[string]string{config.EnvListen: "nope"}, "config: ANVIL_LISTEN: must be host:port with a port 0-65535"},
+		{"bad single token", map[string]string{config.EnvAPIToken: "SECRET short"}, "config: ANVIL_API_TOKEN: " + tokenRule},
+		{"bad list element", map[string]string{config.EnvAPITokens: callerTok + ",SECRET-short"}, "config: ANVIL_API_TOKENS[1]: " + tokenRule},
+		{"trailing comma", map[string]string{config.EnvAPITokens: callerTok + ","}, "config: ANVIL_API_TOKENS[1]: " + tokenRule},
+		{"duplicate across env", map[string]string{config.EnvAPITokens: callerTok, config.EnvAPIToken: callerTok}, "config: ANVIL_API_TOKEN: duplicate token"},
+		{"bad admin", map[string]string{config.EnvAdminToken: "SECRET"}, "config: ANVIL_ADMIN_TOKEN: " + tokenRule},
+		{"admin equals env caller", map[string]string{config.EnvAPIToken: callerTok2, config.EnvAdminToken: callerTok2}, "config: ANVIL_ADMIN_TOKEN: must differ from every caller token"},
+		{"admin from file doc equals env caller", map[string]string{config.EnvAPIToken: adminTok}, "config: auth.admin_token: must differ from every caller token"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestEnvOverrideErrors(t *testing.T) {
 			_, err := Parse([]byte(baseDoc), envMap(env))
 			require.Error(t, err)
 			assert.Equal(t, tc.want, err.Error())
-			assert.True(t, errors.Is(err, ErrInvalid))
+			assert.True(t, errors.Is(err, config.ErrInvalid))
 			assert.NotContains(t, err.Error(), "SECRET")
 		})
 	}
@@ -119,7 +120,7 @@ func TestWithListen(t *testing.T) {
 	_, err = c.WithListen("nope")
 	require.Error(t, err)
 	assert.Equal(t, "config: listen: must be host:port with a port 0-65535", err.Error())
-	assert.True(t, errors.Is(err, ErrInvalid))
+	assert.True(t, errors.Is(err, config.ErrInvalid))
 }
 
 // TestEnvOverrideIgnoresFileValues: values the environment replaces are not
@@ -127,8 +128,8 @@ func TestWithListen(t *testing.T) {
 // this), while the document's structure still is.
 func TestEnvOverrideIgnoresFileValues(t *testing.T) {
 	env := baseEnv()
-	env[EnvAPIToken] = callerTok2
-	env[EnvAdminToken] = adminTok
+	env[config.EnvAPIToken] = callerTok2
+	env[config.EnvAdminToken] = adminTok
 	d := loadDoc(t, baseDoc).set(t, "auth.caller_tokens", []any{"[redacted]"}).set(t, "auth.admin_token", "[redacted]")
 	c := mustParse(t, d.bytes(t), env)
 	assert.Equal(t, []string{callerTok2}, revealAll(c.CallerTokens()))

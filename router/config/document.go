@@ -1,0 +1,107 @@
+package config
+
+import "time"
+
+// Document and the *Doc types mirror the YAML document one to one. They are the closed schema: the
+// loader's gate (router/config/load) walks them by reflection to decide which keys exist and what YAML
+// type each value must have, and viper decodes into them; the simulator builds one directly. Pointers
+// mark optional settings so "absent" and "zero" differ; a nil struct and an empty mapping mean the same
+// thing everywhere. Every field carries a mapstructure tag, which the gate reads too, and the same name as
+// a yaml tag, so a Document marshals to the YAML the loader reads. A Document is only input: Build
+// validates it into a Config.
+type Document struct {
+	Listen        *string         `mapstructure:"listen" yaml:"listen,omitempty"`
+	TLS           *TLSDoc         `mapstructure:"tls" yaml:"tls,omitempty"`
+	Auth          *AuthDoc        `mapstructure:"auth" yaml:"auth,omitempty"`
+	Limits        *LimitsDoc      `mapstructure:"limits" yaml:"limits,omitempty"`
+	Upstream      *UpstreamDoc    `mapstructure:"upstream" yaml:"upstream,omitempty"`
+	ShutdownGrace *time.Duration  `mapstructure:"shutdown_grace" yaml:"shutdown_grace,omitempty"`
+	Log           *LogDoc         `mapstructure:"log" yaml:"log,omitempty"`
+	DecisionLog   *DecisionLogDoc `mapstructure:"decision_log" yaml:"decision_log,omitempty"`
+	IntentFile    *string         `mapstructure:"intent_file" yaml:"intent_file,omitempty"`
+	Readiness     *ReadinessDoc   `mapstructure:"readiness" yaml:"readiness,omitempty"`
+	Aliases       []AliasDoc      `mapstructure:"aliases" yaml:"aliases,omitempty"`
+	Tiers         []TierDoc       `mapstructure:"tiers" yaml:"tiers,omitempty"`
+}
+
+// TLSDoc is the tls section of a Document.
+type TLSDoc struct {
+	CertFile *string `mapstructure:"cert_file" yaml:"cert_file,omitempty"`
+	KeyFile  *string `mapstructure:"key_file" yaml:"key_file,omitempty"`
+}
+
+// AuthDoc is the auth section of a Document.
+type AuthDoc struct {
+	CallerTokensFile *string  `mapstructure:"caller_tokens_file" yaml:"caller_tokens_file,omitempty"`
+	CallerTokens     []string `mapstructure:"caller_tokens" yaml:"caller_tokens,omitempty"`
+	AdminTokenFile   *string  `mapstructure:"admin_token_file" yaml:"admin_token_file,omitempty"`
+	AdminToken       *string  `mapstructure:"admin_token" yaml:"admin_token,omitempty"`
+}
+
+// LimitsDoc is the limits section of a Document.
+type LimitsDoc struct {
+	MaxBodyBytes *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
+}
+
+// UpstreamDoc is the upstream section of a Document.
+type UpstreamDoc struct {
+	ConnectTimeout   *time.Duration `mapstructure:"connect_timeout" yaml:"connect_timeout,omitempty"`
+	FirstByteTimeout *time.Duration `mapstructure:"first_byte_timeout" yaml:"first_byte_timeout,omitempty"`
+	Timeout          *time.Duration `mapstructure:"timeout" yaml:"timeout,omitempty"`
+	MaxResponseBytes *int64         `mapstructure:"max_response_bytes" yaml:"max_response_bytes,omitempty"`
+}
+
+// LogDoc is the log section of a Document.
+type LogDoc struct {
+	Format *string `mapstructure:"format" yaml:"format,omitempty"`
+	Level  *string `mapstructure:"level" yaml:"level,omitempty"`
+}
+
+// DecisionLogDoc is the decision_log section of a Document.
+type DecisionLogDoc struct {
+	RingSize     *int64  `mapstructure:"ring_size" yaml:"ring_size,omitempty"`
+	JSONLPath    *string `mapstructure:"jsonl_path" yaml:"jsonl_path,omitempty"`
+	MaxLineBytes *int64  `mapstructure:"max_line_bytes" yaml:"max_line_bytes,omitempty"`
+}
+
+// ReadinessDoc is the readiness section of a Document.
+type ReadinessDoc struct {
+	Interval *time.Duration `mapstructure:"interval" yaml:"interval,omitempty"`
+	Timeout  *time.Duration `mapstructure:"timeout" yaml:"timeout,omitempty"`
+}
+
+// AliasDoc is one aliases entry of a Document.
+type AliasDoc struct {
+	ID   *string `mapstructure:"id" yaml:"id,omitempty"`
+	Tier *string `mapstructure:"tier" yaml:"tier,omitempty"`
+}
+
+// TierDoc is one tiers entry of a Document.
+type TierDoc struct {
+	ID              *string     `mapstructure:"id" yaml:"id,omitempty"`
+	Kind            *string     `mapstructure:"kind" yaml:"kind,omitempty"`
+	ServedModel     *string     `mapstructure:"served_model" yaml:"served_model,omitempty"`
+	Gates           *GatesDoc   `mapstructure:"gates" yaml:"gates,omitempty"`
+	MaxConcurrency  *int64      `mapstructure:"max_concurrency" yaml:"max_concurrency,omitempty"`
+	Endpoint        *string     `mapstructure:"endpoint" yaml:"endpoint,omitempty"`
+	APIKeyEnv       *string     `mapstructure:"api_key_env" yaml:"api_key_env,omitempty"`
+	Host            *string     `mapstructure:"host" yaml:"host,omitempty"`
+	Provenance      *string     `mapstructure:"provenance" yaml:"provenance,omitempty"`
+	ReplicaStrategy *string     `mapstructure:"replica_strategy" yaml:"replica_strategy,omitempty"`
+	Members         []MemberDoc `mapstructure:"members" yaml:"members,omitempty"`
+}
+
+// GatesDoc is a tier's gates of a Document.
+type GatesDoc struct {
+	MaxContextTokens *int64 `mapstructure:"max_context_tokens" yaml:"max_context_tokens,omitempty"`
+	MaxOutputTokens  *int64 `mapstructure:"max_output_tokens" yaml:"max_output_tokens,omitempty"`
+	ToolsAllowed     *bool  `mapstructure:"tools_allowed" yaml:"tools_allowed,omitempty"`
+	MediaAllowed     *bool  `mapstructure:"media_allowed" yaml:"media_allowed,omitempty"`
+}
+
+// MemberDoc is one replica tier's members entry of a Document.
+type MemberDoc struct {
+	ID             *string `mapstructure:"id" yaml:"id,omitempty"`
+	Endpoint       *string `mapstructure:"endpoint" yaml:"endpoint,omitempty"`
+	MaxConcurrency *int64  `mapstructure:"max_concurrency" yaml:"max_concurrency,omitempty"`
+}
