@@ -20,4 +20,3 @@ func TestSecret(t *testing.T) {
 	assert.False(t, s.Matches(""))
 	assert.Equal(t, adminTok, s.Reveal())
 }
-
