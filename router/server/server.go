@@ -23,6 +23,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
@@ -35,7 +36,7 @@ type Server struct {
 	log       *slog.Logger
 	router    *routing.Router
 	prober    *readiness.Prober
-	pressure  *pressure.Cache // nil when no tier uses the capacity strategy: no telemetry goroutines at all
+	pressure  *scrape.Cache // nil when no tier uses the capacity strategy: no telemetry goroutines at all
 	relay     *relay.Relay
 	decisions *decisionlog.Log
 	sink      *fileSink // the JSONL sink, owned here; nil when none
@@ -66,7 +67,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now()}
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := pressureSpecs(cfg); len(specs) > 0 {
-		if s.pressure, err = pressure.NewCache(specs, client, pressure.Options{}); err != nil {
+		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{}); err != nil {
 			return nil, fmt.Errorf("server: pressure cache: %w", err)
 		}
 		source = s.pressure

@@ -1,4 +1,4 @@
-package pressure_test
+package scrape_test
 
 import (
 	"os"
@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -60,7 +61,7 @@ func TestParseVLLMPages(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.page+"/"+tt.model, func(t *testing.T) {
-			got, cl := pressure.Parse(readPage(t, tt.page), tt.model)
+			got, cl := scrape.Parse(readPage(t, tt.page), tt.model)
 			require.Equal(t, pressure.ClassOK, cl)
 			assert.Equal(t, tt.want, got)
 		})
@@ -70,12 +71,12 @@ func TestParseVLLMPages(t *testing.T) {
 func TestParseNoSeriesForModelIsUnknown(t *testing.T) {
 	for _, page := range []string{"current_two_engines.txt", "legacy.txt", "other_models.txt"} {
 		t.Run(page, func(t *testing.T) {
-			got, cl := pressure.Parse(readPage(t, page), "some-other-model")
+			got, cl := scrape.Parse(readPage(t, page), "some-other-model")
 			assert.Equal(t, pressure.ClassUnknown, cl)
 			assert.Zero(t, got)
 		})
 	}
-	got, cl := pressure.Parse(readPage(t, "legacy.txt"), "")
+	got, cl := scrape.Parse(readPage(t, "legacy.txt"), "")
 	assert.Equal(t, pressure.ClassUnknown, cl, "an empty served model matches nothing")
 	assert.Zero(t, got)
 }
@@ -110,7 +111,7 @@ func TestParsePartialSignals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cl := pressure.Parse([]byte(tt.page), llama)
+			got, cl := scrape.Parse([]byte(tt.page), llama)
 			require.Equal(t, pressure.ClassOK, cl)
 			assert.Equal(t, tt.want, got)
 		})
@@ -151,7 +152,7 @@ func TestParseInvalidIsUnknown(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, cl := pressure.Parse([]byte(tt.page), llama)
+			got, cl := scrape.Parse([]byte(tt.page), llama)
 			assert.Equal(t, pressure.ClassUnknown, cl)
 			assert.Zero(t, got, "no values survive an unknown page")
 		})
@@ -163,7 +164,7 @@ func TestParseManyEnginesBounded(t *testing.T) {
 	for i := range 65 {
 		b.WriteString(`vllm:num_requests_running{engine="e` + strings.Repeat("x", i) + `",model_name="` + llama + `"} 1` + "\n")
 	}
-	_, cl := pressure.Parse([]byte(b.String()), llama)
+	_, cl := scrape.Parse([]byte(b.String()), llama)
 	assert.Equal(t, pressure.ClassUnknown, cl)
 }
 

@@ -1,4 +1,4 @@
-package pressure
+package scrape
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/stretchr/testify/assert"
 )
 
@@ -26,7 +27,7 @@ func TestScrapesNeverFollowRedirects(t *testing.T) {
 
 	for name, caller := range map[string]*http.Client{"own client": nil, "caller's client": http.DefaultClient} {
 		_, cl := Fetch(context.Background(), scrapeClient(caller), member.URL, "m")
-		assert.Equal(t, ClassFailed, cl, name)
+		assert.Equal(t, pressure.ClassFailed, cl, name)
 	}
 	assert.Zero(t, elsewhere.Load(), "the redirect target was never contacted")
 }

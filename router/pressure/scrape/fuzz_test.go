@@ -1,4 +1,4 @@
-package pressure_test
+package scrape_test
 
 import (
 	"math"
@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -29,7 +30,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(`{"vllm:num_requests_running",model_name="m"} 1`+"\n"), "m")
 	f.Add([]byte("vllm:num_requests_running{model_name=\"m\"} 1e9\n"), "m")
 	f.Fuzz(func(t *testing.T, body []byte, model string) {
-		s, cl := pressure.Parse(body, model)
+		s, cl := scrape.Parse(body, model)
 		if cl != pressure.ClassOK {
 			if cl != pressure.ClassUnknown {
 				t.Fatalf("Parse returned class %v; it never fails a collection", cl)

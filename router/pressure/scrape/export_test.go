@@ -1,4 +1,4 @@
-package pressure
+package scrape
 
 // Test-only views of the shell's bounded state.
 

@@ -1,4 +1,4 @@
-package pressure_test
+package scrape_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 )
 
 // startFake runs a real fake-vLLM member on loopback with the given /metrics fault.
@@ -64,7 +65,7 @@ func TestFetchFakeVLLM(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.budget)
 				defer cancel()
 			}
-			s, cl := pressure.Fetch(ctx, srv.Client(), srv.URL, llama)
+			s, cl := scrape.Fetch(ctx, srv.Client(), srv.URL, llama)
 			assert.Equal(t, tt.class, cl)
 			assert.Equal(t, tt.want, s)
 		})
@@ -73,7 +74,7 @@ func TestFetchFakeVLLM(t *testing.T) {
 
 func TestFetchFakeVLLMOtherModelIsUnknown(t *testing.T) {
 	srv := startFake(t, false, fakevllm.MetricsFault{})
-	s, cl := pressure.Fetch(t.Context(), srv.Client(), srv.URL, "another-model")
+	s, cl := scrape.Fetch(t.Context(), srv.Client(), srv.URL, "another-model")
 	assert.Equal(t, pressure.ClassUnknown, cl)
 	assert.Zero(t, s)
 }

@@ -1,4 +1,4 @@
-package pressure
+package scrape
 
 import (
 	"bytes"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -23,48 +24,9 @@ const (
 	labelModelName = "model_name"
 )
 
-// Class is the outcome of one collection.
-type Class uint8
-
-const (
-	// ClassOK: the page parsed and at least one pressure signal was found for the
-	// served model; every found signal is well formed.
-	ClassOK Class = iota
-	// ClassFailed: the collection itself failed: transport error, non-200 status,
-	// timeout, cancellation.
-	ClassFailed
-	// ClassUnknown: the member answered but the answer is unusable: parse error,
-	// oversize body, no pressure series for the served model, or a malformed value
-	// (NaN, infinity, negative, non-integral count, KV outside 0..1, duplicate
-	// series, wrong metric type).
-	ClassUnknown
-)
-
-// String returns "ok", "failed" or "unknown" ("invalid" outside the enum).
-func (c Class) String() string {
-	switch c {
-	case ClassOK:
-		return "ok"
-	case ClassFailed:
-		return "failed"
-	case ClassUnknown:
-		return "unknown"
-	}
-	return "invalid"
-}
-
-// Sample is one member's normalized pressure signals: numbers and presence only.
-// No metric text, label, URL or error survives into it. A signal with Present=false
-// was absent from the page; the normalizer decides what partial samples mean (a
-// missing KV signal with valid request counts still yields request pressure; an
-// incomplete request pair is missing, never zero).
-type Sample struct {
-	Running, Waiting, KVUsage scheduler.Metric
-}
-
 // Parse reads a Prometheus text exposition page and extracts the served model's
-// pressure. It is pure and total: any input yields a Sample and a Class, never a
-// panic, and only ClassOK carries values.
+// pressure. It is pure and total: any input yields a pressure.Sample and a pressure.Class, never a
+// panic, and only pressure.ClassOK carries values.
 //
 // For each signal it keeps the series whose model_name label equals servedModel
 // exactly and aggregates over the remaining labels (vLLM's engine label, one series
@@ -73,9 +35,9 @@ type Sample struct {
 // conservative reading. The KV signal is vllm:kv_cache_usage_perc, or
 // vllm:gpu_cache_usage_perc only when the current name has no series for the model.
 // HELP text and timestamps are ignored.
-func Parse(body []byte, servedModel string) (Sample, Class) {
+func Parse(body []byte, servedModel string) (pressure.Sample, pressure.Class) {
 	if servedModel == "" {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
 	// UTF-8 validation accepts every legacy name (vLLM's colons included) and also
 	// quoted UTF-8 names elsewhere on the page, so an exotic unrelated series does
@@ -83,28 +45,28 @@ func Parse(body []byte, servedModel string) (Sample, Class) {
 	p := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := p.TextToMetricFamilies(bytes.NewReader(body))
 	if err != nil {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
-	var s Sample
+	var s pressure.Sample
 	var ok bool
 	if s.Running, ok = countSignal(families[metricRunning], servedModel); !ok {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
 	if s.Waiting, ok = countSignal(families[metricWaiting], servedModel); !ok {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
 	if s.KVUsage, ok = kvSignal(families[metricKVUsage], servedModel); !ok {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
 	if !s.KVUsage.Present {
 		if s.KVUsage, ok = kvSignal(families[metricKVLegacy], servedModel); !ok {
-			return Sample{}, ClassUnknown
+			return pressure.Sample{}, pressure.ClassUnknown
 		}
 	}
 	if !s.Running.Present && !s.Waiting.Present && !s.KVUsage.Present {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
-	return s, ClassOK
+	return s, pressure.ClassOK
 }
 
 // countSignal sums a request-count family over the model's series. Each value must

@@ -1,4 +1,4 @@
-package pressure_test
+package scrape_test
 
 import (
 	"bytes"
@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -48,7 +49,7 @@ func TestCacheDefaultFetch(t *testing.T) {
 		spec.Members = append(spec.Members, pressure.MemberSpec{ID: id, Endpoint: "http://" + id + ".test/", Capacity: 4})
 	}
 	synctest.Test(t, func(t *testing.T) {
-		c, err := pressure.NewCache([]pressure.TierSpec{spec}, &http.Client{Transport: transport}, pressure.Options{})
+		c, err := scrape.NewCache([]pressure.TierSpec{spec}, &http.Client{Transport: transport}, scrape.Options{})
 		require.NoError(t, err)
 		defer c.Close()
 		snap(t, c, "chat")

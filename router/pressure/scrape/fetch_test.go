@@ -1,4 +1,4 @@
-package pressure_test
+package scrape_test
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 )
 
 // serve starts an httptest server answering /metrics with handler.
@@ -41,7 +42,7 @@ func TestFetchPage(t *testing.T) {
 		_, _ = w.Write(page)
 	})
 	for _, base := range []string{srv.URL, srv.URL + "/"} {
-		s, cl := pressure.Fetch(t.Context(), srv.Client(), base, llama)
+		s, cl := scrape.Fetch(t.Context(), srv.Client(), base, llama)
 		require.Equal(t, pressure.ClassOK, cl)
 		assert.Equal(t, pressure.Sample{Running: present(12), Waiting: present(4), KVUsage: present(0.42)}, s)
 		assert.Equal(t, "/metrics", gotPath)
@@ -57,14 +58,14 @@ func TestFetchBodyBound(t *testing.T) {
 		b := append(append([]byte{}, page...), pad...)
 		return b[: n-1 : n-1] // keep room for the final newline
 	}
-	exact := append(padTo(pressure.MaxBodyBytes), '\n')
-	over := append(padTo(pressure.MaxBodyBytes+1), '\n')
-	require.Len(t, exact, pressure.MaxBodyBytes)
-	require.Len(t, over, pressure.MaxBodyBytes+1)
+	exact := append(padTo(scrape.MaxBodyBytes), '\n')
+	over := append(padTo(scrape.MaxBodyBytes+1), '\n')
+	require.Len(t, exact, scrape.MaxBodyBytes)
+	require.Len(t, over, scrape.MaxBodyBytes+1)
 
-	_, cl := pressure.Fetch(t.Context(), http.DefaultClient, serve(t, pageHandler(200, exact)).URL, llama)
+	_, cl := scrape.Fetch(t.Context(), http.DefaultClient, serve(t, pageHandler(200, exact)).URL, llama)
 	assert.Equal(t, pressure.ClassOK, cl, "a page of exactly 1 MiB is read")
-	s, cl := pressure.Fetch(t.Context(), http.DefaultClient, serve(t, pageHandler(200, over)).URL, llama)
+	s, cl := scrape.Fetch(t.Context(), http.DefaultClient, serve(t, pageHandler(200, over)).URL, llama)
 	assert.Equal(t, pressure.ClassUnknown, cl, "one byte more is oversize")
 	assert.Zero(t, s)
 }
@@ -104,7 +105,7 @@ func TestFetchFailures(t *testing.T) {
 			} else {
 				client = http.DefaultClient
 			}
-			s, cl := pressure.Fetch(t.Context(), client, base, llama)
+			s, cl := scrape.Fetch(t.Context(), client, base, llama)
 			assert.Equal(t, pressure.ClassFailed, cl)
 			assert.Zero(t, s)
 		})
@@ -115,7 +116,7 @@ func TestFetchCancelledContextFails(t *testing.T) {
 	srv := serve(t, pageHandler(200, readPage(t, "legacy.txt")))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	_, cl := pressure.Fetch(ctx, srv.Client(), srv.URL, llama)
+	_, cl := scrape.Fetch(ctx, srv.Client(), srv.URL, llama)
 	assert.Equal(t, pressure.ClassFailed, cl)
 }
 
@@ -154,7 +155,7 @@ func TestFetchTimeoutIsOneSecond(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				start := time.Now()
-				s, cl := pressure.Fetch(context.Background(), &http.Client{Transport: tr}, "http://member.test", llama)
+				s, cl := scrape.Fetch(context.Background(), &http.Client{Transport: tr}, "http://member.test", llama)
 				assert.Equal(t, pressure.ClassFailed, cl)
 				assert.Zero(t, s)
 				assert.Equal(t, pressure.FetchTimeout, time.Since(start))
@@ -168,7 +169,7 @@ func TestFetchHonoursEarlierParentDeadline(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 		defer cancel()
 		start := time.Now()
-		_, cl := pressure.Fetch(ctx, &http.Client{Transport: blockingTransport{}}, "http://member.test", llama)
+		_, cl := scrape.Fetch(ctx, &http.Client{Transport: blockingTransport{}}, "http://member.test", llama)
 		assert.Equal(t, pressure.ClassFailed, cl)
 		assert.Equal(t, 100*time.Millisecond, time.Since(start))
 	})
@@ -182,7 +183,7 @@ func (errTransport) RoundTrip(*http.Request) (*http.Response, error) {
 }
 
 func TestFetchTransportErrorFails(t *testing.T) {
-	s, cl := pressure.Fetch(t.Context(), &http.Client{Transport: errTransport{}}, "http://member.test", llama)
+	s, cl := scrape.Fetch(t.Context(), &http.Client{Transport: errTransport{}}, "http://member.test", llama)
 	assert.Equal(t, pressure.ClassFailed, cl)
 	assert.Zero(t, s, "the error is classified, its text has nowhere to go")
 }

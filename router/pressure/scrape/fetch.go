@@ -1,9 +1,11 @@
-package pressure
+package scrape
 
 import (
 	"context"
 	"io"
 	"net/http"
+
+	"github.com/anvil-llm/anvil/router/pressure"
 )
 
 // MaxBodyBytes is the largest /metrics body Parse is given. Fetch reads at most one
@@ -14,43 +16,43 @@ const MaxBodyBytes = 1 << 20
 // prometheus_client serves by default.
 const acceptText = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 
-// Fetch collects one member's pressure: GET {baseURL}/metrics within FetchTimeout
+// Fetch collects one member's pressure: GET {baseURL}/metrics within pressure.FetchTimeout
 // (or ctx's earlier deadline), at most MaxBodyBytes+1 bytes of body, then Parse.
 //
 // Anything that prevents an answer (a bad URL, a nil client, a transport error, a
 // non-200 status, a timeout or cancellation, including one while reading the body)
-// is ClassFailed. An answer that cannot be used (oversize body, parse error,
-// missing or invalid series) is ClassUnknown. Errors are classified, never
+// is pressure.ClassFailed. An answer that cannot be used (oversize body, parse error,
+// missing or invalid series) is pressure.ClassUnknown. Errors are classified, never
 // returned: no error text, URL or metric text leaves this function.
 //
 // The timeout is a deadline on the request context, so a member that trickles its
 // body is cut off too; a transport that ignores cancellation is bounded by the
 // cache's fixed worker count instead.
-func Fetch(ctx context.Context, client *http.Client, baseURL, servedModel string) (Sample, Class) {
+func Fetch(ctx context.Context, client *http.Client, baseURL, servedModel string) (pressure.Sample, pressure.Class) {
 	if client == nil {
-		return Sample{}, ClassFailed
+		return pressure.Sample{}, pressure.ClassFailed
 	}
-	ctx, cancel := context.WithTimeout(ctx, FetchTimeout)
+	ctx, cancel := context.WithTimeout(ctx, pressure.FetchTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metricsURL(baseURL), nil)
 	if err != nil {
-		return Sample{}, ClassFailed
+		return pressure.Sample{}, pressure.ClassFailed
 	}
 	req.Header.Set("Accept", acceptText)
 	resp, err := client.Do(req)
 	if err != nil {
-		return Sample{}, ClassFailed
+		return pressure.Sample{}, pressure.ClassFailed
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return Sample{}, ClassFailed
+		return pressure.Sample{}, pressure.ClassFailed
 	}
 	body, err := io.ReadAll(io.LimitReader(resp.Body, MaxBodyBytes+1))
 	if err != nil {
-		return Sample{}, ClassFailed
+		return pressure.Sample{}, pressure.ClassFailed
 	}
 	if len(body) > MaxBodyBytes {
-		return Sample{}, ClassUnknown
+		return pressure.Sample{}, pressure.ClassUnknown
 	}
 	return Parse(body, servedModel)
 }

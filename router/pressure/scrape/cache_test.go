@@ -1,4 +1,4 @@
-package pressure_test
+package scrape_test
 
 import (
 	"cmp"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -107,17 +108,17 @@ func advance(d time.Duration) {
 	synctest.Wait()
 }
 
-func newCache(t *testing.T, col *collector, tiers ...pressure.TierSpec) *pressure.Cache {
+func newCache(t *testing.T, col *collector, tiers ...pressure.TierSpec) *scrape.Cache {
 	t.Helper()
 	if len(tiers) == 0 {
 		tiers = []pressure.TierSpec{tier("chat", "a", "b")}
 	}
-	c, err := pressure.NewCache(tiers, nil, pressure.Options{Fetch: col.fetch})
+	c, err := scrape.NewCache(tiers, nil, scrape.Options{Fetch: col.fetch})
 	require.NoError(t, err)
 	return c
 }
 
-func snap(t *testing.T, c *pressure.Cache, tierID string) map[string]scheduler.Pressure {
+func snap(t *testing.T, c *scrape.Cache, tierID string) map[string]scheduler.Pressure {
 	t.Helper()
 	m, err := c.Snapshot(tierID)
 	require.NoError(t, err)
@@ -266,8 +267,8 @@ func TestCacheTwoStalledCollectorsBoundEverything(t *testing.T) {
 			require.Len(t, m, 3)
 			snap(t, c, "code")
 			assert.Empty(t, col.take(), "no third collection starts")
-			assert.Equal(t, pressure.MaxWorkers, c.Workers())
-			assert.LessOrEqual(t, c.Queued(), 5-pressure.MaxWorkers)
+			assert.Equal(t, scrape.MaxWorkers, c.Workers())
+			assert.LessOrEqual(t, c.Queued(), 5-scrape.MaxWorkers)
 			assert.Equal(t, 5, c.Pending())
 			advance(time.Second)
 		}
@@ -279,7 +280,7 @@ func TestCacheTwoStalledCollectorsBoundEverything(t *testing.T) {
 			cl.reply <- reply{busy, pressure.ClassOK}
 		}
 		assert.Equal(t, []string{"c", "x", "y"}, col.answerAll())
-		assert.Equal(t, pressure.MaxWorkers, c.Workers())
+		assert.Equal(t, scrape.MaxWorkers, c.Workers())
 		assert.Equal(t, map[string]scheduler.Freshness{"a": scheduler.FreshnessFailed,
 			"b": scheduler.FreshnessFailed, "c": scheduler.FreshnessFresh}, freshnessOf(snap(t, c, "chat")))
 	})
@@ -289,7 +290,7 @@ func TestCacheWorkersAreLazy(t *testing.T) {
 	t.Run("no capacity tier", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			col := newCollector(false)
-			c, err := pressure.NewCache(nil, nil, pressure.Options{Fetch: col.fetch})
+			c, err := scrape.NewCache(nil, nil, scrape.Options{Fetch: col.fetch})
 			require.NoError(t, err)
 			_, err = c.Snapshot("chat")
 			assert.ErrorIs(t, err, pressure.ErrUnknownTier)
@@ -319,14 +320,14 @@ func TestCacheWorkersAreLazy(t *testing.T) {
 			c := newCache(t, col, tier("chat", memberIDs(16)...))
 			defer c.Close()
 			snap(t, c, "chat")
-			assert.Equal(t, pressure.MaxWorkers, c.Workers())
+			assert.Equal(t, scrape.MaxWorkers, c.Workers())
 			assert.Len(t, col.answerAll(), 16)
 			for range 5 {
 				advance(time.Second)
 				snap(t, c, "chat")
 				assert.Len(t, col.answerAll(), 16)
 			}
-			assert.Equal(t, pressure.MaxWorkers, c.Workers())
+			assert.Equal(t, scrape.MaxWorkers, c.Workers())
 		})
 	})
 }

@@ -1,4 +1,21 @@
-package pressure
+// Package scrape is the production shell of the pressure cache: it fetches a member's vLLM /metrics page
+// over HTTP, parses the served model's pressure out of it, and runs at most two worker goroutines that
+// feed pressure.Core.
+//
+// Reading guide:
+//
+//   - fetch.go, parse.go: the adapter. Fetch GETs a member's /metrics (1 s, 1 MiB+1 byte bound, no
+//     redirects) and Parse extracts running and waiting requests and KV usage for the tier's served
+//     model with prometheus/common/expfmt, matching whole metric names, summing requests over vLLM's
+//     engine label. Outcomes are classified (pressure.ClassOK, ClassFailed, ClassUnknown); no raw text,
+//     label or error escapes.
+//   - cache.go: Cache. It reads the clock outside its lock, holds the lock only around Core calls, and
+//     runs at most two worker goroutines for the whole cache, started lazily on the first scheduled
+//     refresh.
+//
+// The parser lives here rather than beside the core because expfmt links net/http: the core, and the
+// simulator that drives it, stay free of it.
+package scrape
 
 import (
 	"context"
@@ -6,6 +23,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -19,30 +37,30 @@ type Options struct {
 	// Now reads the clock (default time.Now). It is called outside the cache lock.
 	Now func() time.Time
 	// Fetch collects one member (default: Fetch with the cache's client). It runs on
-	// a worker, outside any lock, with a context that expires after FetchTimeout
+	// a worker, outside any lock, with a context that expires after pressure.FetchTimeout
 	// and is cancelled by Close.
-	Fetch func(ctx context.Context, job Job) (Sample, Class)
+	Fetch func(ctx context.Context, job pressure.Job) (pressure.Sample, pressure.Class)
 }
 
-// Cache is the production pressure cache: a Core behind one mutex, plus at most
+// Cache is the production pressure cache: a pressure.Core behind one mutex, plus at most
 // MaxWorkers worker goroutines started lazily by the first refresh it schedules.
 // Snapshot and Peek never wait for collection. It is safe for concurrent use.
 type Cache struct {
 	now   func() time.Time
-	fetch func(context.Context, Job) (Sample, Class)
+	fetch func(context.Context, pressure.Job) (pressure.Sample, pressure.Class)
 
 	mu      sync.Mutex
 	work    *sync.Cond // signalled when refreshes are queued and when the cache closes
-	core    *Core
+	core    *pressure.Core
 	workers int                            // started so far, at most MaxWorkers
 	idle    int                            // workers waiting on work
 	cancels [MaxWorkers]context.CancelFunc // running fetch of each worker slot
 }
 
-// NewCache registers the capacity tiers (see NewCore) and returns a cache with no
+// NewCache registers the capacity tiers (see pressure.NewCore) and returns a cache with no
 // goroutines yet. A nil client gets a dedicated default http.Client.
-func NewCache(tiers []TierSpec, client *http.Client, opts Options) (*Cache, error) {
-	core, err := NewCore(tiers)
+func NewCache(tiers []pressure.TierSpec, client *http.Client, opts Options) (*Cache, error) {
+	core, err := pressure.NewCore(tiers)
 	if err != nil {
 		return nil, err
 	}
@@ -52,7 +70,7 @@ func NewCache(tiers []TierSpec, client *http.Client, opts Options) (*Cache, erro
 	}
 	if c.fetch == nil {
 		scraper := scrapeClient(client)
-		c.fetch = func(ctx context.Context, j Job) (Sample, Class) {
+		c.fetch = func(ctx context.Context, j pressure.Job) (pressure.Sample, pressure.Class) {
 			return Fetch(ctx, scraper, j.Endpoint, j.ServedModel)
 		}
 	}
@@ -73,7 +91,7 @@ func scrapeClient(client *http.Client) *http.Client {
 }
 
 // Snapshot returns a new complete member -> Pressure map for the tier and schedules
-// its due refreshes (see Core.Snapshot). It never waits on I/O. Unknown tiers return
+// its due refreshes (see pressure.Core.Snapshot). It never waits on I/O. Unknown tiers return
 // ErrUnknownTier; after Close every member reads unknown.
 func (c *Cache) Snapshot(tier string) (map[string]scheduler.Pressure, error) {
 	now := c.now()
@@ -128,7 +146,7 @@ func (c *Cache) dispatchLocked() {
 }
 
 // worker runs refreshes until the cache closes. The clock is read and the fetch
-// runs outside the lock; the lock covers only Core calls and the cancel slot.
+// runs outside the lock; the lock covers only pressure.Core calls and the cancel slot.
 func (c *Cache) worker(slot int) {
 	for {
 		job, ctx, cancel, ok := c.take(slot)
@@ -138,10 +156,10 @@ func (c *Cache) worker(slot int) {
 		s, cl := c.fetch(ctx, job)
 		if ctx.Err() != nil {
 			// Timed out or cancelled: failed, whatever the fetch returned.
-			cl = ClassFailed
+			cl = pressure.ClassFailed
 		}
 		cancel()
-		prepared := Prepare(job, s, cl) // the normalizer's work stays outside the lock
+		prepared := pressure.Prepare(job, s, cl) // the normalizer's work stays outside the lock
 		done := c.now()
 		c.mu.Lock()
 		c.cancels[slot] = nil
@@ -152,13 +170,13 @@ func (c *Cache) worker(slot int) {
 
 // take waits for the next job and registers its context's cancel in slot. It
 // returns false once the cache is closed.
-func (c *Cache) take(slot int) (Job, context.Context, context.CancelFunc, bool) {
+func (c *Cache) take(slot int) (pressure.Job, context.Context, context.CancelFunc, bool) {
 	for {
 		now := c.now()
 		c.mu.Lock()
 		if c.core.Closed() {
 			c.mu.Unlock()
-			return Job{}, nil, nil, false
+			return pressure.Job{}, nil, nil, false
 		}
 		if job, ok := c.core.Next(now); ok {
 			// Only the cancel is registered under the lock; the deadline (a clock read and a
@@ -166,7 +184,7 @@ func (c *Cache) take(slot int) (Job, context.Context, context.CancelFunc, bool) 
 			ctx, cancel := context.WithCancel(context.Background())
 			c.cancels[slot] = cancel
 			c.mu.Unlock()
-			ctx, stopTimer := context.WithTimeout(ctx, FetchTimeout)
+			ctx, stopTimer := context.WithTimeout(ctx, pressure.FetchTimeout)
 			return job, ctx, func() { stopTimer(); cancel() }, true
 		}
 		c.idle++
