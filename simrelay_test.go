@@ -1,9 +1,10 @@
 package anvil_test
 
-// This file pins the simulator's relay classification (sim.Classify) against the real relay. The
-// sim may not import router/relay or net/http (see deps_test.go), so it carries the relay's
-// terminal rules as its own table; here every ending the sim models is played against
-// router/relay over loopback HTTP, and the sim's outcome and status must be the relay's.
+// This file pins the simulator's view of the wire against the real relay. Both classify through
+// decisionlog.Terminal, so the table itself is shared; what the sim adds is which ending each
+// virtual event is (sim.Classify: a connection cut before the first body byte is a transport
+// failure, say). Here every ending the sim models is played against router/relay over loopback
+// HTTP, and the sim's outcome and status must be the relay's.
 
 import (
 	"context"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/sim"
 )
@@ -116,7 +118,7 @@ var (
 // relay meet it.
 type relayCase struct {
 	name           string
-	end            sim.Ending
+	end            decisionlog.Ending
 	stream         bool
 	firstEvent     bool
 	upstreamStatus int
@@ -125,31 +127,31 @@ type relayCase struct {
 	cancel         string // "", "ready" (when the handler says so) or "flush" (after the first event)
 }
 
-func TestSimClassifyMatchesRelay(t *testing.T) {
+func TestSimWireMatchesRelay(t *testing.T) {
 	cases := []relayCase{
-		{name: "ordinary complete", end: sim.EndComplete, member: completeOrdinary},
-		{name: "stream complete", end: sim.EndComplete, stream: true, firstEvent: true, member: completeStream},
-		{name: "ordinary http error", end: sim.EndHTTPError, upstreamStatus: 503, member: httpError},
-		{name: "stream http error", end: sim.EndHTTPError, stream: true, upstreamStatus: 503, member: httpError},
-		{name: "ordinary refused", end: sim.EndRefused},
-		{name: "stream refused", end: sim.EndRefused, stream: true},
-		{name: "ordinary cut", end: sim.EndCut, member: cutBeforeAnything},
-		{name: "stream cut before headers", end: sim.EndCut, stream: true, member: cutBeforeAnything},
-		{name: "stream cut before first byte", end: sim.EndCut, stream: true, member: cutAfterHeaders},
-		{name: "stream cut after first event", end: sim.EndCut, stream: true, firstEvent: true, member: cutAfterFirstEvent},
-		{name: "ordinary client cancel", end: sim.EndClientCancel, member: silent, cancel: "ready"},
-		{name: "stream client cancel before first byte", end: sim.EndClientCancel, stream: true, member: headersOnly, cancel: "ready"},
-		{name: "stream client cancel after first event", end: sim.EndClientCancel, stream: true, firstEvent: true,
+		{name: "ordinary complete", end: decisionlog.EndComplete, member: completeOrdinary},
+		{name: "stream complete", end: decisionlog.EndComplete, stream: true, firstEvent: true, member: completeStream},
+		{name: "ordinary http error", end: decisionlog.EndHTTPError, upstreamStatus: 503, member: httpError},
+		{name: "stream http error", end: decisionlog.EndHTTPError, stream: true, upstreamStatus: 503, member: httpError},
+		{name: "ordinary refused", end: decisionlog.EndTransport},
+		{name: "stream refused", end: decisionlog.EndTransport, stream: true},
+		{name: "ordinary cut", end: decisionlog.EndCut, member: cutBeforeAnything},
+		{name: "stream cut before headers", end: decisionlog.EndCut, stream: true, member: cutBeforeAnything},
+		{name: "stream cut before first byte", end: decisionlog.EndCut, stream: true, member: cutAfterHeaders},
+		{name: "stream cut after first event", end: decisionlog.EndCut, stream: true, firstEvent: true, member: cutAfterFirstEvent},
+		{name: "ordinary client cancel", end: decisionlog.EndClientCancel, member: silent, cancel: "ready"},
+		{name: "stream client cancel before first byte", end: decisionlog.EndClientCancel, stream: true, member: headersOnly, cancel: "ready"},
+		{name: "stream client cancel after first event", end: decisionlog.EndClientCancel, stream: true, firstEvent: true,
 			member: firstEventOnly, cancel: "flush"},
-		{name: "ordinary first-byte timeout", end: sim.EndFirstByteTimeout, member: silent,
+		{name: "ordinary first-byte timeout", end: decisionlog.EndFirstByteTimeout, member: silent,
 			opts: relay.Options{FirstByteTimeout: 100 * time.Millisecond}},
-		{name: "stream first-byte timeout", end: sim.EndFirstByteTimeout, stream: true, member: headersOnly,
+		{name: "stream first-byte timeout", end: decisionlog.EndFirstByteTimeout, stream: true, member: headersOnly,
 			opts: relay.Options{FirstByteTimeout: 100 * time.Millisecond}},
-		{name: "ordinary timeout", end: sim.EndTimeout, member: silent, opts: relay.Options{Timeout: 200 * time.Millisecond}},
-		{name: "stream timeout before first byte", end: sim.EndTimeout, stream: true, member: headersOnly,
+		{name: "ordinary timeout", end: decisionlog.EndTimeout, member: silent, opts: relay.Options{Timeout: 200 * time.Millisecond}},
+		{name: "stream timeout before first byte", end: decisionlog.EndTimeout, stream: true, member: headersOnly,
 			opts: relay.Options{Timeout: 200 * time.Millisecond}},
 		// The timer must outlast forwarding the first event, which takes microseconds.
-		{name: "stream timeout after first event", end: sim.EndTimeout, stream: true, firstEvent: true,
+		{name: "stream timeout after first event", end: decisionlog.EndTimeout, stream: true, firstEvent: true,
 			member: firstEventOnly, opts: relay.Options{Timeout: time.Second}},
 	}
 	for _, c := range cases {
@@ -157,7 +159,7 @@ func TestSimClassifyMatchesRelay(t *testing.T) {
 			t.Parallel()
 			res, rec, calls := relayOnce(t, c)
 			wantOutcome, wantStatus := sim.Classify(c.end, c.stream, c.firstEvent, c.upstreamStatus)
-			assert.Equal(t, string(wantOutcome.Log()), string(res.Outcome), "outcome")
+			assert.Equal(t, wantOutcome, res.Outcome, "outcome")
 			assert.Equal(t, wantStatus, res.Status, "status")
 			assert.Equal(t, 1, res.Attempts)
 			if c.member != nil {

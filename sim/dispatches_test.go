@@ -3,14 +3,15 @@ package sim
 import (
 	"testing"
 
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/stretchr/testify/assert"
 )
 
 // TestReconcileDispatches feeds the member-side reconciliation every way the one-attempt
 // boundary can break; each must be counted.
 func TestReconcileDispatches(t *testing.T) {
-	admitted := func(member int8) Request { return Request{Member: member, Outcome: OutcomeSuccess} }
-	refused := Request{Member: -1, Outcome: OutcomeNotAdmitted}
+	admitted := func(member int8) Request { return Request{Member: member, Outcome: decisionlog.OutcomeSuccess} }
+	refused := Request{Member: -1, Outcome: decisionlog.OutcomeNotAdmitted}
 	reqs := []Request{admitted(0), admitted(1), refused, admitted(0)}
 	cases := []struct {
 		name     string

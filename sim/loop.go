@@ -1,6 +1,10 @@
 package sim
 
-import "time"
+import (
+	"time"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
+)
 
 // kind is what an event does.
 type kind uint8
@@ -134,7 +138,7 @@ func (w *world) finish() *Result {
 	r.DecisionLog = w.dlog.Stats()
 	for _, d := range w.drains {
 		for _, id := range d.inflight {
-			if r.Requests[id].Outcome != OutcomeSuccess {
+			if r.Requests[id].Outcome != decisionlog.OutcomeSuccess {
 				d.InFlightFailed++
 			}
 		}

@@ -6,6 +6,7 @@ import (
 
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/scenarios"
 )
 
@@ -126,7 +127,7 @@ func (w *world) engineEvent(m *member, e *engine.Event) {
 		r.FirstToken = e.At.Sub(Epoch)
 	case engine.EventFinish:
 		r.Output = int32(e.Generated)
-		w.settle(id, OutcomeSuccess, 200)
+		w.settle(id, decisionlog.OutcomeSuccess, 200)
 	}
 }
 
@@ -160,7 +161,7 @@ func (w *world) kill(m *member) {
 	for len(m.inflight) > 0 {
 		id := int(m.inflight[len(m.inflight)-1])
 		r := &w.res.Requests[id]
-		outcome, status := Classify(EndCut, r.Stream, r.FirstToken >= 0, 0)
+		outcome, status := Classify(decisionlog.EndCut, r.Stream, r.FirstToken >= 0, 0)
 		w.settle(id, outcome, status) // the engine is discarded below: nothing to abort in it
 	}
 	m.dead = append(m.dead, m.eng.Metrics())

@@ -26,8 +26,8 @@ tier:
 `
 
 // admittedByOutcome groups the admitted requests' statuses by outcome.
-func admittedByOutcome(r *Result) map[Outcome][]int16 {
-	out := map[Outcome][]int16{}
+func admittedByOutcome(r *Result) map[decisionlog.Outcome][]int16 {
+	out := map[decisionlog.Outcome][]int16{}
 	for _, q := range r.Requests {
 		if q.Outcome.Admitted() {
 			out[q.Outcome] = append(out[q.Outcome], q.Status)
@@ -48,8 +48,8 @@ events:
 `), Options{})
 	assertAccounting(t, r)
 	got := admittedByOutcome(r)
-	require.Equal(t, []Outcome{OutcomeUpstreamTransportError}, slices.Collect(maps.Keys(got)))
-	for _, st := range got[OutcomeUpstreamTransportError] {
+	require.Equal(t, []decisionlog.Outcome{decisionlog.OutcomeUpstreamTransportError}, slices.Collect(maps.Keys(got)))
+	for _, st := range got[decisionlog.OutcomeUpstreamTransportError] {
 		assert.Equal(t, int16(502), st)
 	}
 }
@@ -66,8 +66,8 @@ events:
 `), Options{})
 	assertAccounting(t, r)
 	got := admittedByOutcome(r)
-	require.NotEmpty(t, got[OutcomeStreamTruncated])
-	for _, st := range got[OutcomeStreamTruncated] {
+	require.NotEmpty(t, got[decisionlog.OutcomeStreamTruncated])
+	for _, st := range got[decisionlog.OutcomeStreamTruncated] {
 		assert.Equal(t, int16(200), st)
 	}
 }
@@ -86,7 +86,7 @@ func TestClientCancelAfterFirstEventKeepsTheStatus(t *testing.T) {
 	assertAccounting(t, r)
 	var after, before int
 	for _, q := range r.Requests {
-		if q.Outcome != OutcomeClientCanceled {
+		if q.Outcome != decisionlog.OutcomeClientCanceled {
 			continue
 		}
 		if q.Stream && q.FirstToken >= 0 {
@@ -94,7 +94,7 @@ func TestClientCancelAfterFirstEventKeepsTheStatus(t *testing.T) {
 			assert.Equal(t, int16(200), q.Status)
 		} else {
 			before++
-			assert.Equal(t, int16(StatusClientClosed), q.Status)
+			assert.Equal(t, int16(decisionlog.StatusClientClosed), q.Status)
 		}
 	}
 	assert.Positive(t, after, "streams canceled after their first event")
@@ -118,7 +118,7 @@ events:
 	assertAccounting(t, r)
 	var firstByte, overall int
 	for _, q := range r.Requests {
-		require.Equal(t, OutcomeUpstreamTimeout, q.Outcome, "nothing finishes within 2 s")
+		require.Equal(t, decisionlog.OutcomeUpstreamTimeout, q.Outcome, "nothing finishes within 2 s")
 		switch {
 		case q.Stream && q.FirstToken >= 0:
 			overall++
@@ -154,7 +154,7 @@ events:
 	assertAccounting(t, r)
 	require.Len(t, r.Requests, 5, "one request per two minutes, then the backoff")
 	for _, q := range r.Requests {
-		assert.Equal(t, OutcomeUpstreamTimeout, q.Outcome)
+		assert.Equal(t, decisionlog.OutcomeUpstreamTimeout, q.Outcome)
 		assert.Equal(t, int16(504), q.Status)
 		assert.Equal(t, 2*time.Minute, q.End-q.Arrival)
 	}

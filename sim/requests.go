@@ -80,7 +80,7 @@ func (w *world) arrive(client int) {
 	if errors.Is(err, routing.ErrUnknownAlias) {
 		status = 404
 	}
-	w.settle(id, OutcomeRefused, status)
+	w.settle(id, decisionlog.OutcomeRefused, status)
 }
 
 // admit takes the lease through routing.Router.Admit, the server's one admission call.
@@ -95,13 +95,13 @@ func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 		if !errors.Is(err, admission.ErrQuiesced) && !errors.Is(err, admission.ErrExhausted) {
 			status = 500
 		}
-		w.settle(id, OutcomeNotAdmitted, status)
+		w.settle(id, decisionlog.OutcomeNotAdmitted, status)
 		return
 	}
 	mi, ok := w.byID[target.Member]
 	if !ok {
 		lease.Release()
-		w.settle(id, OutcomeNotAdmitted, 500)
+		w.settle(id, decisionlog.OutcomeNotAdmitted, 500)
 		return
 	}
 	m := w.members[mi]
@@ -125,7 +125,7 @@ func (w *world) dispatch1(id int, m *member, sh scenarios.Shape) {
 	m.receive(id)
 	if !m.alive {
 		m.refused++
-		w.end(id, EndRefused)
+		w.end(id, decisionlog.EndTransport)
 		return
 	}
 	w.startTimers(id)
@@ -138,7 +138,7 @@ func (w *world) dispatch1(id int, m *member, sh scenarios.Shape) {
 	if err != nil {
 		// vLLM refuses a request longer than max_model_len with HTTP 400 before generating.
 		r.Status = 400
-		w.end(id, EndHTTPError)
+		w.end(id, decisionlog.EndHTTPError)
 		return
 	}
 	m.track(w, id)
@@ -169,7 +169,7 @@ func (w *world) window(action, member string, roll float64) *scenarios.Event {
 
 // end finishes an active request the way the relay classifies its ending (see Classify): the
 // engine's work is aborted, the lease released once and the record written.
-func (w *world) end(id int, e Ending) {
+func (w *world) end(id int, e decisionlog.Ending) {
 	r := &w.res.Requests[id]
 	outcome, status := Classify(e, r.Stream, r.FirstToken >= 0, int(r.Status))
 	w.abort(id, outcome, status)
@@ -178,24 +178,24 @@ func (w *world) end(id int, e Ending) {
 // cut ends a request whose connection the member closed early.
 func (w *world) cut(id int) {
 	if w.reqs[id].active {
-		w.end(id, EndCut)
+		w.end(id, decisionlog.EndCut)
 	}
 }
 
 func (w *world) clientCancel(id int) {
 	if w.reqs[id].active {
-		w.end(id, EndClientCancel)
+		w.end(id, decisionlog.EndClientCancel)
 	}
 }
 
 func (w *world) upstreamError(id int) {
 	if w.reqs[id].active {
-		w.end(id, EndHTTPError)
+		w.end(id, decisionlog.EndHTTPError)
 	}
 }
 
 // abort stops the request in its engine (the upstream call is canceled), then ends it.
-func (w *world) abort(id int, outcome Outcome, status int) {
+func (w *world) abort(id int, outcome decisionlog.Outcome, status int) {
 	r := &w.res.Requests[id]
 	m := w.members[r.Member]
 	if w.reqs[id].slot >= 0 && m.alive {
@@ -207,7 +207,7 @@ func (w *world) abort(id int, outcome Outcome, status int) {
 
 // settle is the request's terminal path, the handler's deferred block: release the lease once,
 // audit, write the decision record, and let a closed-loop client go on.
-func (w *world) settle(id int, outcome Outcome, status int) {
+func (w *world) settle(id int, outcome decisionlog.Outcome, status int) {
 	rs, r := &w.reqs[id], &w.res.Requests[id]
 	r.End, r.Outcome, r.Status = w.now, outcome, int16(status)
 	if rs.slot >= 0 {
@@ -229,7 +229,7 @@ func (w *world) settle(id int, outcome Outcome, status int) {
 	}
 	if c := w.sc.Workload.Closed; c != nil && rs.client >= 0 {
 		pause := c.Think
-		if outcome != OutcomeSuccess {
+		if outcome != decisionlog.OutcomeSuccess {
 			pause = c.Backoff
 		}
 		if next := w.now + pause; next < w.sc.Duration {
@@ -242,7 +242,7 @@ func (w *world) settle(id int, outcome Outcome, status int) {
 func (w *world) record(id int) {
 	rs, r := &w.reqs[id], &w.res.Requests[id]
 	rec := decisionlog.Record{
-		RequestID: requestID(id), Outcome: r.Outcome.Log(), Attempts: int(r.Attempts), Status: int(r.Status),
+		RequestID: requestID(id), Outcome: r.Outcome, Attempts: int(r.Attempts), Status: int(r.Status),
 		Start: w.at(r.Arrival), Duration: r.End - r.Arrival,
 	}
 	if rs.routed {
@@ -258,7 +258,7 @@ func (w *world) record(id int) {
 	switch {
 	case r.Stream && r.FirstToken >= 0:
 		rec.FirstByte = r.FirstToken - r.Arrival
-	case r.Outcome == OutcomeSuccess || r.Outcome == OutcomeUpstreamHTTPError:
+	case r.Outcome == decisionlog.OutcomeSuccess || r.Outcome == decisionlog.OutcomeUpstreamHTTPError:
 		rec.FirstByte = rec.Duration
 	}
 	_ = w.dlog.Add(rec) // a refused record is counted in the log's Stats, which the report gates on
@@ -276,7 +276,7 @@ func (w *world) inFlight() int64 { return w.acct.tierActive }
 func (w *world) abandonInFlight() {
 	for id := range w.reqs {
 		if w.reqs[id].active {
-			w.end(id, EndClientCancel)
+			w.end(id, decisionlog.EndClientCancel)
 		}
 	}
 }

@@ -41,7 +41,7 @@ type Request struct {
 	Prompt     int32         // real prompt tokens
 	Output     int32         // tokens generated
 	Member     int8          // index into Result.Members, -1 when none was selected
-	Outcome    Outcome
+	Outcome    decisionlog.Outcome
 	// Attempts is what the router side records (the decision record's attempts): 1 once
 	// admitted. The member side counts what actually arrived (MemberResult.Received and
 	// Invariants.MemberDispatches), independently.
@@ -49,37 +49,6 @@ type Request struct {
 	Stream   bool
 	Status   int16
 }
-
-// Outcome is a request's terminal class, decisionlog's spelling.
-type Outcome uint8
-
-// Outcomes, in decisionlog.Outcomes order.
-const (
-	OutcomeSuccess Outcome = iota
-	OutcomeRefused
-	OutcomeNotAdmitted
-	OutcomeUpstreamHTTPError
-	OutcomeUpstreamTimeout
-	OutcomeUpstreamTransportError
-	OutcomeClientCanceled
-	OutcomeMalformedStream
-	OutcomeStreamTruncated
-	NumOutcomes
-)
-
-// Log returns the decision-log spelling.
-func (o Outcome) Log() decisionlog.Outcome {
-	all := decisionlog.Outcomes()
-	if int(o) < len(all) {
-		return all[o]
-	}
-	return ""
-}
-
-func (o Outcome) String() string { return string(o.Log()) }
-
-// Admitted reports whether the request held a lease.
-func (o Outcome) Admitted() bool { return o != OutcomeRefused && o != OutcomeNotAdmitted }
 
 // MemberResult is one member's counters over the run.
 type MemberResult struct {

@@ -184,7 +184,7 @@ func TestMemberDrainKeepsItsScope(t *testing.T) {
 			admittedAfter++
 		}
 		if q.Arrival < 20*time.Second && q.End >= 20*time.Second {
-			assert.Equal(t, OutcomeSuccess, q.Outcome, "a drain never cancels in-flight requests")
+			assert.Equal(t, decisionlog.OutcomeSuccess, q.Outcome, "a drain never cancels in-flight requests")
 		}
 	}
 	assert.Zero(t, admittedDuring, "a quiesced member admits nothing")
@@ -218,12 +218,12 @@ func TestUpstreamErrorsReleaseOnceAndInvokeNoPeer(t *testing.T) {
 	var sink bytes.Buffer
 	r := run(t, lookup(t, "upstream-errors"), Options{Decisions: &sink})
 	assertAccounting(t, r)
-	seen := map[Outcome]int{}
+	seen := map[decisionlog.Outcome]int{}
 	for _, q := range r.Requests {
 		seen[q.Outcome]++
 	}
-	for _, o := range []Outcome{OutcomeUpstreamHTTPError, OutcomeStreamTruncated, OutcomeUpstreamTransportError, OutcomeClientCanceled} {
-		assert.Positive(t, seen[o], o.String())
+	for _, o := range []decisionlog.Outcome{decisionlog.OutcomeUpstreamHTTPError, decisionlog.OutcomeStreamTruncated, decisionlog.OutcomeUpstreamTransportError, decisionlog.OutcomeClientCanceled} {
+		assert.Positive(t, seen[o], string(o))
 	}
 	recs, err := decisionlog.ReadJSONL(&sink, decisionlog.MaxReadRecords)
 	require.NoError(t, err)
@@ -234,7 +234,7 @@ func TestUpstreamErrorsReleaseOnceAndInvokeNoPeer(t *testing.T) {
 		require.NoError(t, err)
 		q := r.Requests[i]
 		assert.Equal(t, Epoch.Add(q.Arrival), rec.Start)
-		assert.Equal(t, q.Outcome.Log(), rec.Outcome)
+		assert.Equal(t, q.Outcome, rec.Outcome)
 		assert.Equal(t, int(q.Attempts), rec.Attempts)
 		if q.Member >= 0 {
 			assert.Equal(t, r.Members[q.Member].ID, rec.Member, "the record names the one member invoked")
@@ -327,10 +327,10 @@ workload:
 	var refused, admitted int
 	for _, q := range r.Requests {
 		switch q.Outcome {
-		case OutcomeRefused:
+		case decisionlog.OutcomeRefused:
 			refused++
 			assert.Equal(t, int16(400), q.Status)
-		case OutcomeSuccess:
+		case decisionlog.OutcomeSuccess:
 			admitted++
 			assert.LessOrEqual(t, q.Output, int32(100), "the output gate held")
 		}

@@ -1,6 +1,10 @@
 package sim
 
-import "time"
+import (
+	"time"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
+)
 
 // Timer kinds: the relay's two upstream timers, both started at dispatch.
 const (
@@ -65,9 +69,9 @@ func (w *world) fireTimers(k int) {
 		id := int(d.ids[d.head])
 		d.head++
 		if w.timerLive(k, id) {
-			end := EndTimeout
+			end := decisionlog.EndTimeout
 			if k == timerFirstByte {
-				end = EndFirstByteTimeout
+				end = decisionlog.EndFirstByteTimeout
 			}
 			r := &w.res.Requests[id]
 			outcome, status := Classify(end, r.Stream, r.FirstToken >= 0, 0)

@@ -37,55 +37,6 @@ func (s Strategy) Valid() bool {
 	return s == StrategyNone || s == StrategyRoundRobin || s == StrategyCapacity
 }
 
-// Outcome is the terminal class of a request. The relay outcomes share their spelling
-// with router/relay, so the server converts with Outcome(result.Outcome).
-type Outcome string
-
-// The closed set of outcomes.
-const (
-	OutcomeSuccess                Outcome = "success"
-	OutcomeRefused                Outcome = "refused"      // a request gate or validation refused it
-	OutcomeNotAdmitted            Outcome = "not_admitted" // quiesced or exhausted capacity
-	OutcomeUpstreamHTTPError      Outcome = "upstream_http_error"
-	OutcomeUpstreamTimeout        Outcome = "upstream_timeout"
-	OutcomeUpstreamTransportError Outcome = "upstream_transport_error"
-	OutcomeClientCanceled         Outcome = "client_canceled"
-	OutcomeMalformedStream        Outcome = "malformed_stream"
-	OutcomeStreamTruncated        Outcome = "stream_truncated"
-)
-
-// Outcomes lists every outcome in a fixed order.
-func Outcomes() []Outcome {
-	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
-		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
-		OutcomeMalformedStream, OutcomeStreamTruncated}
-}
-
-// Valid reports whether o is one of the defined outcomes.
-func (o Outcome) Valid() bool {
-	_, _, ok := o.attemptRange()
-	return ok
-}
-
-// Admitted reports whether the outcome implies the request held a lease.
-func (o Outcome) Admitted() bool { return o.Valid() && o != OutcomeRefused && o != OutcomeNotAdmitted }
-
-// attemptRange is the one-attempt accounting: refusals never reach an upstream, every
-// upstream-derived outcome made exactly one attempt, and a cancellation may land on
-// either side of the attempt.
-func (o Outcome) attemptRange() (lo, hi int, ok bool) {
-	switch o {
-	case OutcomeRefused, OutcomeNotAdmitted:
-		return 0, 0, true
-	case OutcomeClientCanceled:
-		return 0, 1, true
-	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
-		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated:
-		return 1, 1, true
-	}
-	return 0, 0, false
-}
-
 // Bounds of the record fields.
 const (
 	// InvalidMarker replaces an ID that fails its grammar. It cannot collide with a

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
 // discardWriter is a flushable ResponseWriter that keeps nothing, so the benchmarks measure the relay and
@@ -36,7 +38,7 @@ func benchRelay(b *testing.B, payload []byte, contentType string, stream bool) {
 	b.ReportAllocs()
 	for b.Loop() {
 		clear(w.header)
-		if res := rl.Do(ctx, w, up); res.Outcome != OutcomeSuccess {
+		if res := rl.Do(ctx, w, up); res.Outcome != decisionlog.OutcomeSuccess {
 			b.Fatalf("outcome %s", res.Outcome)
 		}
 	}

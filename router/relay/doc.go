@@ -29,6 +29,10 @@
 //
 // # What the client gets
 //
+// Every attempt ends in one decisionlog.Ending; decisionlog.Terminal turns it into Result.Outcome and
+// the status the client saw. The simulator classifies its virtual attempts with the same function, so
+// the table below is the simulator's too.
+//
 // Errors generated here use OpenAI's shape {"error":{"message","type","param","code"}} with a fixed
 // message, type "upstream_error" and the outcome as code. They never contain the upstream URL, address or
 // any Go error text; Result.Err likewise only ever holds one of this package's sentinel errors.

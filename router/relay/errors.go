@@ -3,7 +3,8 @@ package relay
 import (
 	"encoding/json"
 	"errors"
-	"net/http"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
 // Sentinel errors carried in Result.Err. They are fixed classes: no upstream address, URL or Go error
@@ -31,35 +32,27 @@ var (
 	ErrTruncated = errors.New("relay: upstream stream truncated")
 )
 
-// StatusClientClosedRequest is recorded (never sent) when the client went away before anything was
-// written: nginx's 499.
-const StatusClientClosedRequest = 499
-
-// failure is a classified terminal problem: what Result records and what the client is told.
+// failure is how an attempt ended and why: what Result records and what the client is told. The zero
+// value is a complete attempt.
 type failure struct {
-	outcome Outcome
-	err     error
+	end decisionlog.Ending
+	err error
 }
 
-// clientError is the fixed, client-visible description of a failure.
-type clientError struct {
-	status  int
-	message string
-}
-
-func describe(f failure) clientError {
-	switch f.outcome {
-	case OutcomeUpstreamTimeout:
-		return clientError{http.StatusGatewayTimeout, "the upstream server did not respond in time"}
-	case OutcomeMalformedStream:
-		return clientError{http.StatusBadGateway, "the upstream server sent a malformed stream"}
-	case OutcomeStreamTruncated:
-		return clientError{http.StatusBadGateway, "the upstream stream ended before completion"}
+// message is the fixed, client-visible sentence for a failure answered before anything was written.
+func message(f failure) string {
+	switch f.end {
+	case decisionlog.EndFirstByteTimeout, decisionlog.EndTimeout:
+		return "the upstream server did not respond in time"
+	case decisionlog.EndMalformed:
+		return "the upstream server sent a malformed stream"
+	case decisionlog.EndCut:
+		return "the upstream stream ended before completion"
 	}
 	if errors.Is(f.err, ErrResponseTooLarge) {
-		return clientError{http.StatusBadGateway, "the upstream response exceeded the size limit"}
+		return "the upstream response exceeded the size limit"
 	}
-	return clientError{http.StatusBadGateway, "the upstream server could not be reached"}
+	return "the upstream server could not be reached"
 }
 
 type errorDetail struct {
@@ -73,10 +66,11 @@ type errorEnvelope struct {
 	Error errorDetail `json:"error"`
 }
 
-// errorJSON renders the OpenAI-shaped error body for f. Only fixed strings go in.
+// errorJSON renders the OpenAI-shaped error body for f, with the outcome as its code. Only fixed strings
+// go in.
 func errorJSON(f failure) []byte {
-	d := describe(f)
-	b, err := json.Marshal(errorEnvelope{Error: errorDetail{Message: d.message, Type: "upstream_error", Code: string(f.outcome)}})
+	outcome, _ := decisionlog.Terminal(f.end, 0)
+	b, err := json.Marshal(errorEnvelope{Error: errorDetail{Message: message(f), Type: "upstream_error", Code: string(outcome)}})
 	if err != nil { // unreachable: the envelope holds only strings
 		return []byte(`{"error":{"message":"upstream error","type":"upstream_error","param":null,"code":null}}`)
 	}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
 // ordinary relays a non-streaming response (or any non-2xx response). The body is read whole, within
@@ -16,7 +18,7 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	body, err := readBounded(br, resp.ContentLength, r.opts.MaxResponseBytes)
 	switch {
 	case errors.Is(err, ErrResponseTooLarge):
-		finish(w, res, failure{OutcomeTransportError, ErrResponseTooLarge})
+		finish(w, res, failure{decisionlog.EndTransport, ErrResponseTooLarge})
 		return
 	case err != nil:
 		finish(w, res, classify(ctx, upCtx, err))
@@ -38,14 +40,15 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	w.WriteHeader(resp.StatusCode)
 	res.Status, res.Wrote = resp.StatusCode, true
 	if _, err := w.Write(body); err != nil {
-		finish(w, res, failure{OutcomeClientCanceled, ErrClientCanceled})
+		finish(w, res, failure{decisionlog.EndClientCancel, ErrClientCanceled})
 		return
 	}
 	if isSuccess(resp.StatusCode) {
-		res.Outcome = OutcomeSuccess
+		res.Outcome, _ = decisionlog.Terminal(decisionlog.EndComplete, res.Status)
 		return
 	}
-	res.Outcome, res.Err = OutcomeUpstreamHTTPError, ErrUpstreamStatus
+	res.Outcome, _ = decisionlog.Terminal(decisionlog.EndHTTPError, res.Status)
+	res.Err = ErrUpstreamStatus
 }
 
 // readBounded reads r to the end, failing with ErrResponseTooLarge as soon as more than limit bytes

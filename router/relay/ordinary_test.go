@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -50,7 +51,7 @@ func TestOrdinarySuccessAndUpstreamRequest(t *testing.T) {
 			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
 			assert.Empty(t, resp.Header.Get("X-Upstream-Internal"))
 			assert.Empty(t, resp.Header.Get("Set-Cookie"))
-			assert.Equal(t, Result{Outcome: OutcomeSuccess, Status: 200, Attempts: 1, Wrote: true,
+			assert.Equal(t, Result{Outcome: decisionlog.OutcomeSuccess, Status: 200, Attempts: 1, Wrote: true,
 				FirstByte: res.FirstByte, Duration: res.Duration}, res)
 			assert.Positive(t, res.FirstByte)
 			assert.GreaterOrEqual(t, res.Duration, res.FirstByte)
@@ -104,7 +105,7 @@ func TestOrdinaryUpstreamHTTPErrorPassesThrough(t *testing.T) {
 			if tc.ct != "" {
 				assert.Equal(t, tc.ct, resp.Header.Get("Content-Type"))
 			}
-			assert.Equal(t, OutcomeUpstreamHTTPError, res.Outcome)
+			assert.Equal(t, decisionlog.OutcomeUpstreamHTTPError, res.Outcome)
 			assert.ErrorIs(t, res.Err, ErrUpstreamStatus)
 			assert.Equal(t, tc.status, res.Status)
 			assert.True(t, res.Wrote)
@@ -120,7 +121,7 @@ func TestNoContentCarriesNoLength(t *testing.T) {
 	assert.Equal(t, http.StatusNoContent, resp.StatusCode)
 	assert.Empty(t, body)
 	assert.Empty(t, resp.Header.Values("Content-Length"))
-	assert.Equal(t, OutcomeSuccess, res.Outcome)
+	assert.Equal(t, decisionlog.OutcomeSuccess, res.Outcome)
 	assertOneCall(t, u, res)
 }
 
@@ -157,12 +158,12 @@ func TestOrdinaryBodyBound(t *testing.T) {
 			if !tc.tooBig {
 				assert.Equal(t, http.StatusOK, resp.StatusCode)
 				assert.Equal(t, payload, body)
-				assert.Equal(t, OutcomeSuccess, res.Outcome)
+				assert.Equal(t, decisionlog.OutcomeSuccess, res.Outcome)
 				return
 			}
 			assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
 			assert.JSONEq(t, `{"error":{"message":"the upstream response exceeded the size limit","type":"upstream_error","param":null,"code":"upstream_transport_error"}}`, body)
-			assert.Equal(t, OutcomeTransportError, res.Outcome)
+			assert.Equal(t, decisionlog.OutcomeUpstreamTransportError, res.Outcome)
 			assert.ErrorIs(t, res.Err, ErrResponseTooLarge)
 			assert.Equal(t, http.StatusBadGateway, res.Status)
 		})
@@ -178,7 +179,7 @@ func TestRedirectIsNeverFollowed(t *testing.T) {
 	resp, _, res := f.call(t)
 	assert.Equal(t, http.StatusTemporaryRedirect, resp.StatusCode)
 	assert.Empty(t, resp.Header.Get("Location"), "the upstream's redirect target must not reach the client")
-	assert.Equal(t, OutcomeUpstreamHTTPError, res.Outcome)
+	assert.Equal(t, decisionlog.OutcomeUpstreamHTTPError, res.Outcome)
 	assertOneCall(t, u, res)
 	assert.Zero(t, other.calls.Load(), "a second URL was called")
 }
@@ -222,9 +223,9 @@ func TestTransportErrorsBeforeAnythingWritten(t *testing.T) {
 			assert.Equal(t, http.StatusBadGateway, resp.StatusCode)
 			assert.JSONEq(t, want, body)
 			assert.Equal(t, "application/json", resp.Header.Get("Content-Type"))
-			assert.Equal(t, OutcomeTransportError, res.Outcome)
+			assert.Equal(t, decisionlog.OutcomeUpstreamTransportError, res.Outcome)
 			assert.ErrorIs(t, res.Err, ErrTransport)
-			assert.Equal(t, Result{Outcome: OutcomeTransportError, Status: 502, Attempts: 1, Wrote: true, Err: ErrTransport,
+			assert.Equal(t, Result{Outcome: decisionlog.OutcomeUpstreamTransportError, Status: 502, Attempts: 1, Wrote: true, Err: ErrTransport,
 				FirstByte: res.FirstByte, Duration: res.Duration}, res)
 			assert.Equal(t, tc.firstByte, res.FirstByte > 0)
 			assert.Equal(t, tc.calls, u.calls.Load())
@@ -236,7 +237,7 @@ func TestTransportErrorsBeforeAnythingWritten(t *testing.T) {
 func TestInvalidBaseURLIsATransportError(t *testing.T) {
 	rec := httptest.NewRecorder()
 	res := New(nil, Options{}).Do(guardCtx(t), rec, Upstream{BaseURL: "http://[::1", Path: "/v1/chat/completions"})
-	assert.Equal(t, Result{Outcome: OutcomeTransportError, Status: 502, Attempts: 1, Wrote: true, Err: ErrTransport, Duration: res.Duration}, res)
+	assert.Equal(t, Result{Outcome: decisionlog.OutcomeUpstreamTransportError, Status: 502, Attempts: 1, Wrote: true, Err: ErrTransport, Duration: res.Duration}, res)
 	assert.Equal(t, http.StatusBadGateway, rec.Code)
 	assert.NotContains(t, rec.Body.String(), "[::1")
 	assert.NotContains(t, rec.Body.String(), "missing")
@@ -286,7 +287,7 @@ func TestTimeoutsBeforeAnythingWritten(t *testing.T) {
 			recv(t, canceled, "upstream observed cancellation")
 			assert.Equal(t, http.StatusGatewayTimeout, resp.StatusCode)
 			assert.JSONEq(t, want, body)
-			assert.Equal(t, OutcomeUpstreamTimeout, res.Outcome)
+			assert.Equal(t, decisionlog.OutcomeUpstreamTimeout, res.Outcome)
 			assert.ErrorIs(t, res.Err, tc.wantErr)
 			assert.Equal(t, http.StatusGatewayTimeout, res.Status)
 			assertOneCall(t, u, res)
@@ -316,9 +317,9 @@ func TestClientCancelBeforeFirstByte(t *testing.T) {
 			assert.ErrorIs(t, recv(t, errc, "client error"), context.Canceled)
 			recv(t, canceled, "upstream observed cancellation")
 			res := recv(t, f.results, "relay result")
-			assert.Equal(t, OutcomeClientCanceled, res.Outcome)
+			assert.Equal(t, decisionlog.OutcomeClientCanceled, res.Outcome)
 			assert.ErrorIs(t, res.Err, ErrClientCanceled)
-			assert.Equal(t, StatusClientClosedRequest, res.Status)
+			assert.Equal(t, decisionlog.StatusClientClosed, res.Status)
 			assert.False(t, res.Wrote)
 			assert.Zero(t, res.FirstByte)
 			assertOneCall(t, u, res)
@@ -335,7 +336,7 @@ func TestTimingsUseInjectedClock(t *testing.T) {
 	rl := New(nil, Options{Now: now})
 	rec := httptest.NewRecorder()
 	res := rl.Do(guardCtx(t), rec, baseUpstream(u, false))
-	require.Equal(t, OutcomeSuccess, res.Outcome)
+	require.Equal(t, decisionlog.OutcomeSuccess, res.Outcome)
 	assert.Equal(t, 3, reads)
 	assert.Equal(t, 3*time.Second, res.FirstByte)
 	assert.Equal(t, 8*time.Second, res.Duration)
@@ -344,7 +345,7 @@ func TestTimingsUseInjectedClock(t *testing.T) {
 	reads = 0
 	u.Close()
 	res = rl.Do(guardCtx(t), httptest.NewRecorder(), baseUpstream(u, false))
-	require.Equal(t, OutcomeTransportError, res.Outcome)
+	require.Equal(t, decisionlog.OutcomeUpstreamTransportError, res.Outcome)
 	assert.Equal(t, 2, reads, "no first byte, no first-byte clock read")
 	assert.Zero(t, res.FirstByte)
 	assert.Equal(t, 3*time.Second, res.Duration)

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
 // Defaults applied by New when an Options bound is zero or negative.
@@ -21,20 +23,6 @@ const (
 	readBufferSize                = 8 << 10
 	// maxPooledEventBytes keeps one huge event from pinning its buffer in the pool.
 	maxPooledEventBytes = 64 << 10
-)
-
-// Outcome is the terminal classification of one attempt; the values match the decision log's.
-type Outcome string
-
-// Outcomes, one per terminal path.
-const (
-	OutcomeSuccess           Outcome = "success"
-	OutcomeUpstreamHTTPError Outcome = "upstream_http_error"
-	OutcomeUpstreamTimeout   Outcome = "upstream_timeout"
-	OutcomeTransportError    Outcome = "upstream_transport_error"
-	OutcomeClientCanceled    Outcome = "client_canceled"
-	OutcomeMalformedStream   Outcome = "malformed_stream"
-	OutcomeStreamTruncated   Outcome = "stream_truncated"
 )
 
 // Options bound one attempt. Zero timeouts mean "no limit from the relay" (the HTTP client's own Timeout,
@@ -65,9 +53,9 @@ type Upstream struct {
 
 // Result describes the attempt. It holds no URL, address, body or raw error text.
 type Result struct {
-	Outcome  Outcome
-	Status   int // status written to the client; 499 when the client left before anything was written
-	Attempts int // always 1: Do is exactly one dispatch
+	Outcome  decisionlog.Outcome // decisionlog.Terminal of the attempt's ending
+	Status   int                 // status written to the client; 499 when the client left before anything was written
+	Attempts int                 // always 1: Do is exactly one dispatch
 	// FirstByte is the time from the start of Do to the first upstream body byte; zero if none arrived.
 	FirstByte time.Duration
 	Duration  time.Duration
@@ -226,39 +214,36 @@ func validHeaderValue(s string) bool {
 // checked first: once the client is gone, nothing else matters.
 func classify(ctx, upCtx context.Context, err error) failure {
 	if ctx.Err() != nil {
-		return failure{OutcomeClientCanceled, ErrClientCanceled}
+		return failure{decisionlog.EndClientCancel, ErrClientCanceled}
 	}
 	switch cause := context.Cause(upCtx); {
 	case errors.Is(cause, ErrFirstByteTimeout):
-		return failure{OutcomeUpstreamTimeout, ErrFirstByteTimeout}
+		return failure{decisionlog.EndFirstByteTimeout, ErrFirstByteTimeout}
 	case errors.Is(cause, ErrTimeout):
-		return failure{OutcomeUpstreamTimeout, ErrTimeout}
+		return failure{decisionlog.EndTimeout, ErrTimeout}
 	}
 	var ne net.Error
 	if errors.Is(err, context.DeadlineExceeded) || (errors.As(err, &ne) && ne.Timeout()) {
-		return failure{OutcomeUpstreamTimeout, ErrTimeout}
+		return failure{decisionlog.EndTimeout, ErrTimeout}
 	}
-	return failure{OutcomeTransportError, ErrTransport}
+	return failure{decisionlog.EndTransport, ErrTransport}
 }
 
 // finish records f and, if nothing has been written and the client is still there, sends the fixed
-// OpenAI-shaped error. Once a status was committed, the caller handles the in-band ending.
+// OpenAI-shaped error with decisionlog.Terminal's status. Once a status was committed, it stands and
+// the caller handles the in-band ending.
 func finish(w http.ResponseWriter, res *Result, f failure) {
-	res.Outcome, res.Err = f.outcome, f.err
-	if res.Wrote {
-		return
-	}
-	if f.outcome == OutcomeClientCanceled {
-		res.Status = StatusClientClosedRequest
+	res.Outcome, res.Status = decisionlog.Terminal(f.end, res.Status)
+	res.Err = f.err
+	if res.Wrote || f.end == decisionlog.EndClientCancel {
 		return
 	}
 	body := errorJSON(f)
-	status := describe(f).status
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
-	w.WriteHeader(status)
-	res.Status, res.Wrote = status, true
+	w.WriteHeader(res.Status)
+	res.Wrote = true
 	_, _ = w.Write(body) // a failed write means the client left; the outcome already says what happened
 }
 

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"io"
 	"net/http"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
 // stream relays a 2xx text/event-stream response event by event. Headers are committed with the first
@@ -21,15 +23,15 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 		}
 		info, err := inspect(ev)
 		if err != nil {
-			s.end(failure{OutcomeMalformedStream, err})
+			s.end(failure{decisionlog.EndMalformed, err})
 			return
 		}
 		if info.failed {
-			s.note(failure{OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent})
+			s.note(failure{decisionlog.EndErrorEvent, ErrUpstreamErrorEvent})
 		}
 		complete = complete || info.terminal
 		if !s.forward(ev.raw) {
-			s.end(failure{OutcomeClientCanceled, ErrClientCanceled})
+			s.end(failure{decisionlog.EndClientCancel, ErrClientCanceled})
 			return
 		}
 		if info.done {
@@ -47,12 +49,12 @@ func readFailure(ctx, upCtx context.Context, err error, complete bool) failure {
 	case errors.Is(err, io.EOF) && complete:
 		return failure{}
 	case errors.Is(err, ErrMalformedEvent), errors.Is(err, ErrEventTooLarge):
-		return failure{OutcomeMalformedStream, err}
+		return failure{decisionlog.EndMalformed, err}
 	}
-	if f := classify(ctx, upCtx, err); f.outcome != OutcomeTransportError {
+	if f := classify(ctx, upCtx, err); f.end != decisionlog.EndTransport {
 		return f
 	}
-	return failure{OutcomeStreamTruncated, ErrTruncated}
+	return failure{decisionlog.EndCut, ErrTruncated}
 }
 
 // sseRelay writes one stream to the client and remembers the first failure seen.
@@ -63,12 +65,13 @@ type sseRelay struct {
 	status      int
 	contentType string
 	first       failure // first in-band upstream error; wins over later endings
+	noted       bool    // first holds an upstream error
 }
 
 // note records an in-band upstream error without ending the stream.
 func (s *sseRelay) note(f failure) {
-	if s.first.outcome == "" {
-		s.first = f
+	if !s.noted {
+		s.first, s.noted = f, true
 	}
 }
 
@@ -99,19 +102,21 @@ func (s *sseRelay) flush() bool {
 // the stream completed or the client is gone.
 func (s *sseRelay) end(ending failure) {
 	f := ending
-	if s.first.outcome != "" {
+	if s.noted {
 		f = s.first
 	}
-	if f.outcome == "" {
-		s.res.Outcome, s.res.Err = OutcomeSuccess, nil
+	if f.end == decisionlog.EndComplete {
+		s.res.Outcome, s.res.Status = decisionlog.Terminal(f.end, s.res.Status)
+		s.res.Err = nil
 		return
 	}
 	if !s.res.Wrote {
 		finish(s.w, s.res, f)
 		return
 	}
-	s.res.Outcome, s.res.Err = f.outcome, f.err
-	if ending.outcome == "" || ending.outcome == OutcomeClientCanceled {
+	s.res.Outcome, s.res.Status = decisionlog.Terminal(f.end, s.res.Status)
+	s.res.Err = f.err
+	if ending.end == decisionlog.EndComplete || ending.end == decisionlog.EndClientCancel {
 		return
 	}
 	if _, err := s.w.Write(sseErrorEvent(ending)); err == nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -58,7 +59,7 @@ func TestStreamRelaysEachEventBeforeTheNextExists(t *testing.T) {
 			assert.Equal(t, ": keep-alive\n\ndata: [DONE]\n\n", string(rest))
 
 			res := recv(t, f.results, "relay result")
-			assert.Equal(t, OutcomeSuccess, res.Outcome)
+			assert.Equal(t, decisionlog.OutcomeSuccess, res.Outcome)
 			assert.NoError(t, res.Err)
 			assert.Equal(t, http.StatusOK, res.Status)
 			assert.True(t, res.Wrote)
@@ -106,41 +107,41 @@ func TestStreamEndings(t *testing.T) {
 		abort    bool
 		wantBody string
 		status   int
-		outcome  Outcome
+		outcome  decisionlog.Outcome
 		err      error
 		wrote    bool
 	}{
-		{"done", ev1 + "data: [DONE]\n\n", false, ev1 + "data: [DONE]\n\n", 200, OutcomeSuccess, nil, true},
-		{"nothing after done is read", ev1 + "data: [DONE]\n\ndata: junk\n\n", false, ev1 + "data: [DONE]\n\n", 200, OutcomeSuccess, nil, true},
+		{"done", ev1 + "data: [DONE]\n\n", false, ev1 + "data: [DONE]\n\n", 200, decisionlog.OutcomeSuccess, nil, true},
+		{"nothing after done is read", ev1 + "data: [DONE]\n\ndata: junk\n\n", false, ev1 + "data: [DONE]\n\n", 200, decisionlog.OutcomeSuccess, nil, true},
 		{"multi-line json data and fields", "event: chunk\nid: 7\nretry: 10\ndata: {\"a\":\ndata: 1}\n\ndata: [DONE]\n\n", false,
-			"event: chunk\nid: 7\nretry: 10\ndata: {\"a\":\ndata: 1}\n\ndata: [DONE]\n\n", 200, OutcomeSuccess, nil, true},
+			"event: chunk\nid: 7\nretry: 10\ndata: {\"a\":\ndata: 1}\n\ndata: [DONE]\n\n", 200, decisionlog.OutcomeSuccess, nil, true},
 		{"upstream error event mid-stream", ev1 + "data: " + errorEventVLLM + "\n\ndata: [DONE]\n\n", false,
-			ev1 + "data: " + errorEventVLLM + "\n\ndata: [DONE]\n\n", 200, OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent, true},
+			ev1 + "data: " + errorEventVLLM + "\n\ndata: [DONE]\n\n", 200, decisionlog.OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent, true},
 		{"upstream error event then close", ev1 + "data: " + errorEventVLLM + "\n\n", false,
-			ev1 + "data: " + errorEventVLLM + "\n\n" + truncatedEvent, 200, OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent, true},
-		{"close after an event", ev1, false, ev1 + truncatedEvent, 200, OutcomeStreamTruncated, ErrTruncated, true},
-		{"close inside an event", ev1 + "data: {\"a\":1}\n", false, ev1 + truncatedEvent, 200, OutcomeStreamTruncated, ErrTruncated, true},
-		{"connection reset after an event", ev1, true, ev1 + truncatedEvent, 200, OutcomeStreamTruncated, ErrTruncated, true},
-		{"data is not json", ev1 + "data: {not json}\n\n", false, ev1 + malformedEvent, 200, OutcomeMalformedStream, ErrMalformedEvent, true},
-		{"unknown field", ev1 + "garbage\n\n", false, ev1 + malformedEvent, 200, OutcomeMalformedStream, ErrMalformedEvent, true},
-		{"bare carriage return", ev1 + "data: {}\rdata: {}\n\n", false, ev1 + malformedEvent, 200, OutcomeMalformedStream, ErrMalformedEvent, true},
-		{"oversized event", ev1 + "data: \"" + strings.Repeat("x", 300) + "\"\n\n", false, ev1 + malformedEvent, 200, OutcomeMalformedStream, ErrEventTooLarge, true},
+			ev1 + "data: " + errorEventVLLM + "\n\n" + truncatedEvent, 200, decisionlog.OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent, true},
+		{"close after an event", ev1, false, ev1 + truncatedEvent, 200, decisionlog.OutcomeStreamTruncated, ErrTruncated, true},
+		{"close inside an event", ev1 + "data: {\"a\":1}\n", false, ev1 + truncatedEvent, 200, decisionlog.OutcomeStreamTruncated, ErrTruncated, true},
+		{"connection reset after an event", ev1, true, ev1 + truncatedEvent, 200, decisionlog.OutcomeStreamTruncated, ErrTruncated, true},
+		{"data is not json", ev1 + "data: {not json}\n\n", false, ev1 + malformedEvent, 200, decisionlog.OutcomeMalformedStream, ErrMalformedEvent, true},
+		{"unknown field", ev1 + "garbage\n\n", false, ev1 + malformedEvent, 200, decisionlog.OutcomeMalformedStream, ErrMalformedEvent, true},
+		{"bare carriage return", ev1 + "data: {}\rdata: {}\n\n", false, ev1 + malformedEvent, 200, decisionlog.OutcomeMalformedStream, ErrMalformedEvent, true},
+		{"oversized event", ev1 + "data: \"" + strings.Repeat("x", 300) + "\"\n\n", false, ev1 + malformedEvent, 200, decisionlog.OutcomeMalformedStream, ErrEventTooLarge, true},
 		{"malformed first event", "data: nope\n\n", false,
 			`{"error":{"message":"the upstream server sent a malformed stream","type":"upstream_error","param":null,"code":"malformed_stream"}}`,
-			502, OutcomeMalformedStream, ErrMalformedEvent, true},
+			502, decisionlog.OutcomeMalformedStream, ErrMalformedEvent, true},
 		{"empty stream", "", false,
 			`{"error":{"message":"the upstream stream ended before completion","type":"upstream_error","param":null,"code":"stream_truncated"}}`,
-			502, OutcomeStreamTruncated, ErrTruncated, true},
+			502, decisionlog.OutcomeStreamTruncated, ErrTruncated, true},
 		{"reset before the first event", "data: {\"a\"", true,
 			`{"error":{"message":"the upstream stream ended before completion","type":"upstream_error","param":null,"code":"stream_truncated"}}`,
-			502, OutcomeStreamTruncated, ErrTruncated, true},
+			502, decisionlog.OutcomeStreamTruncated, ErrTruncated, true},
 		{"responses completed", "event: response.created\ndata: " + respCreated + "\n\nevent: response.output_text.delta\ndata: " + respDelta + "\n\nevent: response.completed\ndata: " + respCompleted + "\n\n", false,
 			"event: response.created\ndata: " + respCreated + "\n\nevent: response.output_text.delta\ndata: " + respDelta + "\n\nevent: response.completed\ndata: " + respCompleted + "\n\n",
-			200, OutcomeSuccess, nil, true},
+			200, decisionlog.OutcomeSuccess, nil, true},
 		{"responses failed", "event: response.failed\ndata: " + respFailed + "\n\n", false, "event: response.failed\ndata: " + respFailed + "\n\n",
-			200, OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent, true},
+			200, decisionlog.OutcomeUpstreamHTTPError, ErrUpstreamErrorEvent, true},
 		{"responses cut before terminal event", "event: response.created\ndata: " + respCreated + "\n\n", false,
-			"event: response.created\ndata: " + respCreated + "\n\n" + truncatedEvent, 200, OutcomeStreamTruncated, ErrTruncated, true},
+			"event: response.created\ndata: " + respCreated + "\n\n" + truncatedEvent, 200, decisionlog.OutcomeStreamTruncated, ErrTruncated, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -188,7 +189,7 @@ func TestStreamTimeoutMidStream(t *testing.T) {
 	recv(t, canceled, "upstream observed cancellation")
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, ev1+inband("upstream_timeout", "the upstream server did not respond in time"), body)
-	assert.Equal(t, OutcomeUpstreamTimeout, res.Outcome)
+	assert.Equal(t, decisionlog.OutcomeUpstreamTimeout, res.Outcome)
 	assert.ErrorIs(t, res.Err, ErrTimeout)
 	assert.Equal(t, http.StatusOK, res.Status)
 	assert.True(t, res.Wrote)
@@ -214,7 +215,7 @@ func TestStreamClientCancelMidStream(t *testing.T) {
 	cancel()
 	recv(t, canceled, "upstream observed cancellation")
 	res := recv(t, f.results, "relay result")
-	assert.Equal(t, OutcomeClientCanceled, res.Outcome)
+	assert.Equal(t, decisionlog.OutcomeClientCanceled, res.Outcome)
 	assert.ErrorIs(t, res.Err, ErrClientCanceled)
 	assert.Equal(t, http.StatusOK, res.Status, "the status already sent")
 	assert.True(t, res.Wrote)
@@ -229,7 +230,7 @@ func TestStreamWithoutFlusher(t *testing.T) {
 	})
 	w := &plainWriter{header: http.Header{}}
 	res := New(nil, Options{}).Do(guardCtx(t), w, baseUpstream(u, true))
-	assert.Equal(t, OutcomeSuccess, res.Outcome)
+	assert.Equal(t, decisionlog.OutcomeSuccess, res.Outcome)
 	assert.Equal(t, "data: {}\n\ndata: [DONE]\n\n", w.body.String())
 	assert.Equal(t, http.StatusOK, w.status)
 	assertOneCall(t, u, res)
@@ -247,7 +248,7 @@ func TestStreamClientWriteFailure(t *testing.T) {
 	res := New(nil, Options{}).Do(guardCtx(t), w, baseUpstream(u, true))
 	recv(t, entered, "upstream entered")
 	recv(t, canceled, "upstream observed cancellation")
-	assert.Equal(t, OutcomeClientCanceled, res.Outcome)
+	assert.Equal(t, decisionlog.OutcomeClientCanceled, res.Outcome)
 	assert.Equal(t, http.StatusOK, res.Status)
 	assertOneCall(t, u, res)
 }
@@ -305,7 +306,7 @@ func TestConcurrentAttempts(t *testing.T) {
 		}
 		want.WriteString("data: [DONE]\n\n")
 		assert.Equal(t, want.String(), o.body)
-		assert.Equal(t, OutcomeSuccess, o.res.Outcome)
+		assert.Equal(t, decisionlog.OutcomeSuccess, o.res.Outcome)
 	}
 	assert.Equal(t, int64(n), u.calls.Load())
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/scenarios"
@@ -153,7 +154,7 @@ func decisions(res *sim.Result) Decisions {
 // scopeAcc accumulates one scope's per-request statistics.
 type scopeAcc struct {
 	requests, admitted, succeeded int
-	outcomes                      [sim.NumOutcomes]uint64
+	outcomes                      [decisionlog.NumOutcomes]uint64
 	good                          int
 	tokens                        int64
 	ttft, tpot, itl, e2e          sample
@@ -192,11 +193,13 @@ func (a *accumulator) add(q *sim.Request) {
 // token existed; TPOT is the mean gap after it, (end - first token) / (output - 1); without
 // per-token events ITL is that same mean gap weighted by the request's number of gaps.
 func (s *scopeAcc) record(q *sim.Request, slo scenarios.SLO) {
-	s.outcomes[q.Outcome]++
+	if i := q.Outcome.Index(); i >= 0 {
+		s.outcomes[i]++
+	}
 	if q.Outcome.Admitted() {
 		s.admitted++
 	}
-	if q.Outcome != sim.OutcomeSuccess {
+	if q.Outcome != decisionlog.OutcomeSuccess {
 		return
 	}
 	s.succeeded++
@@ -232,9 +235,9 @@ func (a *accumulator) scope(s *scopeAcc, id string, ceiling, peak int64, seconds
 	if ceiling > 0 {
 		out.Utilization = out.MeanActive / float64(ceiling)
 	}
-	for o := range sim.NumOutcomes {
-		if s.outcomes[o] > 0 {
-			out.Outcomes = append(out.Outcomes, Count{o.String(), s.outcomes[o]})
+	for i, o := range decisionlog.Outcomes() {
+		if s.outcomes[i] > 0 {
+			out.Outcomes = append(out.Outcomes, Count{string(o), s.outcomes[i]})
 		}
 	}
 	return out
