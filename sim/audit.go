@@ -5,6 +5,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/ident"
+	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -139,8 +140,8 @@ func checkEvidence(d scheduler.Decision, leaseMember string, views []memberView,
 
 // auditDecision checks and classifies a capacity lease's evidence. It runs right after admission
 // and before the sim books the new lease, so the sim's counts are the ones admission ranked.
-func (w *world) auditDecision(lease *admission.Lease) {
-	d, ok := lease.Decision()
+func (w *world) auditDecision(at *routing.Attempt, member string) {
+	d, ok := at.Decision()
 	if !ok {
 		return
 	}
@@ -151,7 +152,7 @@ func (w *world) auditDecision(lease *admission.Lease) {
 	for i := range w.views {
 		w.views[i] = w.view(i)
 	}
-	c := checkEvidence(d, lease.Member(), w.views, w.index)
+	c := checkEvidence(d, member, w.views, w.index)
 	w.res.Invariants.OrderViolations += c.order
 	w.res.Invariants.EvidenceViolations += c.evidence
 	if len(rows) == 0 {

@@ -134,8 +134,9 @@ func (w *world) finish() *Result {
 	if w.press != nil {
 		w.press.core.Close()
 	}
-	_ = w.dlog.Close()
-	r.DecisionLog = w.dlog.Stats()
+	dlog := w.router.Decisions()
+	_ = dlog.Close()
+	r.DecisionLog = dlog.Stats()
 	for _, d := range w.drains {
 		for _, id := range d.inflight {
 			if r.Requests[id].Outcome != decisionlog.OutcomeSuccess {

@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"errors"
 
 	"github.com/anvil-llm/anvil/router/admission"
@@ -127,28 +126,28 @@ func (w *world) checkDrains() {
 	}
 }
 
-// stepDrain asks admission whether the scope has drained. The sim cannot block, so it calls
-// Drain with an already-canceled context: admission answers at once with nil (drained),
-// ErrNotQuiesced (the scope is not, or no longer, quiesced) or the context's error (still active,
-// keep watching). Drain never cancels an in-flight request; the watch only observes.
+// stepDrain asks admission's non-blocking drain question for the scope: drained (idle), still
+// draining, or not quiesced (refused when the drain starts, aborted when the scope was readmitted
+// while the drain waited). Admission announces every lease change; the sim asks again after each
+// one (checkDrains), as the server's drain does after each announcement. A drain never cancels an
+// in-flight request; the watch only observes.
 func (w *world) stepDrain(d *drainWatch, first bool) {
-	var err error
+	scope := ""
 	if d.member >= 0 {
-		err = w.adm.DrainMember(w.done, d.Member)
-	} else {
-		err = w.adm.Drain(w.done)
+		scope = d.Member
 	}
+	idle, err := w.adm.Idle(scope)
 	switch {
-	case err == nil:
+	case err == nil && idle:
 		d.done, d.Completed, d.End = true, true, w.now
 		if d.member >= 0 {
 			d.OthersActiveEnd = w.acct.tierActive - w.acct.active[d.member]
 		}
+	case err == nil:
+		// still draining
 	case errors.Is(err, admission.ErrNotQuiesced):
 		d.done, d.End = true, w.now
 		d.Refused, d.Aborted = first, !first
-	case errors.Is(err, context.Canceled):
-		// still draining
 	default:
 		d.done, d.End, d.Refused = true, w.now, true
 	}

@@ -195,11 +195,11 @@ func TestDecisionLogChecksMembership(t *testing.T) {
 		Route: decisionlog.RouteReplica, Strategy: decisionlog.StrategyCapacity, Outcome: decisionlog.OutcomeSuccess,
 		Attempts: 1, Status: 200, Start: Epoch}
 	rec.ReplicaScheduler = evidence(3, 4) // the configured ceilings
-	require.NoError(t, w.dlog.Add(rec))
-	assert.Zero(t, w.dlog.Stats().EvidenceDiscarded)
+	require.NoError(t, w.router.Decisions().Add(rec))
+	assert.Zero(t, w.router.Decisions().Stats().EvidenceDiscarded)
 	rec.ReplicaScheduler = evidence(5, 4) // vllm-0's denominator is not its ceiling
-	require.NoError(t, w.dlog.Add(rec))
-	assert.Equal(t, uint64(1), w.dlog.Stats().EvidenceDiscarded)
+	require.NoError(t, w.router.Decisions().Add(rec))
+	assert.Equal(t, uint64(1), w.router.Decisions().Stats().EvidenceDiscarded)
 }
 
 // TestSnapshotsAreComplete: admission refuses a readiness map that misses a configured member

@@ -19,39 +19,38 @@ const errorLatency = 2 * time.Millisecond
 // reqState is a request's in-flight bookkeeping; its record is Result.Requests at the same index.
 // It holds no pointer, so the garbage collector never scans the hour's worth of them.
 type reqState struct {
-	lease  int32 // slot in the lease table while admitted, -1 otherwise
-	client int32 // closed-loop client, -1 for the open loop
-	slot   int32 // index in the member's in-flight list, -1 when not in an engine
-	active bool  // admitted and not yet ended
-	routed bool  // resolved to the tier (the record carries alias and tier)
+	attempt int32 // slot in the attempt table until the request ends, -1 after
+	client  int32 // closed-loop client, -1 for the open loop
+	slot    int32 // index in the member's in-flight list, -1 when not in an engine
+	active  bool  // admitted and not yet ended
 }
 
-// leaseTable holds the leases of admitted requests in reusable slots.
-type leaseTable struct {
-	slots []*admission.Lease
+// attemptTable holds the walks (routing.Attempt) of requests that have not ended, in reusable slots.
+type attemptTable struct {
+	slots []routing.Attempt
 	free  []int32
 }
 
-func (t *leaseTable) put(l *admission.Lease) int32 {
+func (t *attemptTable) put(a routing.Attempt) int32 {
 	if n := len(t.free); n > 0 {
 		i := t.free[n-1]
 		t.free = t.free[:n-1]
-		t.slots[i] = l
+		t.slots[i] = a
 		return i
 	}
-	t.slots = append(t.slots, l)
+	t.slots = append(t.slots, a)
 	return int32(len(t.slots) - 1)
 }
 
-func (t *leaseTable) get(i int32) *admission.Lease { return t.slots[i] }
+func (t *attemptTable) get(i int32) *routing.Attempt { return &t.slots[i] }
 
-func (t *leaseTable) drop(i int32) {
-	t.slots[i] = nil
+func (t *attemptTable) drop(i int32) {
+	t.slots[i] = routing.Attempt{}
 	t.free = append(t.free, i)
 }
 
-// arrive is one request: generated, parsed, resolved, admitted and dispatched exactly as the
-// server's handler does it, then handed to the chosen member's engine.
+// arrive is one request: generated, parsed, then walked through routing's Attempt exactly as the
+// server's handler walks it (resolve and gate, admit), then handed to the chosen member's engine.
 func (w *world) arrive(client int) {
 	if !w.arrivals {
 		return
@@ -63,15 +62,15 @@ func (w *world) arrive(client int) {
 	}
 	sh := w.gen.Next()
 	id := len(w.reqs)
-	w.reqs = append(w.reqs, reqState{client: int32(client), slot: -1, lease: -1})
+	slot := w.attempts.put(w.router.Begin(requestID(id), w.at(w.now)))
+	w.reqs = append(w.reqs, reqState{attempt: slot, client: int32(client), slot: -1})
 	w.res.Requests = append(w.res.Requests, Request{
 		Arrival: w.now, FirstToken: -1, Member: -1, Prompt: int32(sh.Prompt), Stream: sh.Stream,
 	})
 	req, err := w.parsed.request(sh.Prompt, sh.Output, sh.Stream)
 	if err == nil {
 		var tier config.Tier
-		if tier, err = w.router.Resolve(req); err == nil {
-			w.reqs[id].routed = true
+		if tier, err = w.attempts.get(slot).Resolve(req); err == nil {
 			w.admit(id, tier, sh)
 			return
 		}
@@ -83,9 +82,10 @@ func (w *world) arrive(client int) {
 	w.settle(id, decisionlog.OutcomeRefused, status)
 }
 
-// admit takes the lease through routing.Router.Admit, the server's one admission call.
+// admit takes the lease through the attempt's Admit, the server's one admission call.
 func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
-	lease, target, err := w.router.Admit(tier)
+	at := w.attempts.get(w.reqs[id].attempt)
+	target, err := at.Admit(tier)
 	if w.press != nil {
 		w.press.afterSnapshot()
 	}
@@ -98,19 +98,14 @@ func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 		w.settle(id, decisionlog.OutcomeNotAdmitted, status)
 		return
 	}
-	mi, ok := w.byID[target.Member]
-	if !ok {
-		lease.Release()
-		w.settle(id, decisionlog.OutcomeNotAdmitted, 500)
-		return
-	}
+	mi := w.byID[target.Member] // the members are the config's: admission picks one of them
 	m := w.members[mi]
 	rs, r := &w.reqs[id], &w.res.Requests[id]
-	rs.lease, rs.active = w.leases.put(lease), true
+	rs.active = true
 	r.Member, r.Attempts = int8(mi), 1
 	w.res.Decisions.Admitted++
 	w.res.Members[mi].Selected++
-	w.auditDecision(lease)
+	w.auditDecision(at, target.Member)
 	w.auditScope(mi)
 	w.acct.change(w.now, mi, +1)
 	w.audit()
@@ -205,27 +200,29 @@ func (w *world) abort(id int, outcome decisionlog.Outcome, status int) {
 	w.settle(id, outcome, status)
 }
 
-// settle is the request's terminal path, the handler's deferred block: release the lease once,
-// audit, write the decision record, and let a closed-loop client go on.
+// settle is the request's terminal path, the handler's deferred block: the attempt hears how the
+// relay attempt ended (admitted requests only) and finishes: it releases the lease once and stores
+// the decision record. Then the sim audits its books, and a closed-loop client goes on.
 func (w *world) settle(id int, outcome decisionlog.Outcome, status int) {
 	rs, r := &w.reqs[id], &w.res.Requests[id]
 	r.End, r.Outcome, r.Status = w.now, outcome, int16(status)
 	if rs.slot >= 0 {
 		w.members[r.Member].untrack(w, id)
 	}
+	at := w.attempts.get(rs.attempt)
+	if outcome.Admitted() {
+		at.Relayed(outcome, status, firstByte(r))
+	}
+	// A refused record is counted in the log's Stats, which the report gates on; a second release
+	// would be counted by admission itself (Snapshot.ReleaseMisuse), which the report reads too.
+	_, _ = at.Finish(w.at(w.now), status)
+	w.attempts.drop(rs.attempt)
+	rs.attempt = -1
 	if rs.active {
 		rs.active = false
-		// A second release would be counted by admission itself (Snapshot.ReleaseMisuse), which
-		// is what the report reads.
-		w.leases.get(rs.lease).Release()
 		w.acct.change(w.now, int(r.Member), -1)
 		w.audit()
 		w.checkDrains()
-	}
-	w.record(id)
-	if rs.lease >= 0 {
-		w.leases.drop(rs.lease)
-		rs.lease = -1
 	}
 	if c := w.sc.Workload.Closed; c != nil && rs.client >= 0 {
 		pause := c.Think
@@ -238,30 +235,16 @@ func (w *world) settle(id int, outcome decisionlog.Outcome, status int) {
 	}
 }
 
-// record writes the request's decision record, the fields the server writes.
-func (w *world) record(id int) {
-	rs, r := &w.reqs[id], &w.res.Requests[id]
-	rec := decisionlog.Record{
-		RequestID: requestID(id), Outcome: r.Outcome, Attempts: int(r.Attempts), Status: int(r.Status),
-		Start: w.at(r.Arrival), Duration: r.End - r.Arrival,
-	}
-	if rs.routed {
-		rec.Alias, rec.Tier, rec.Route = w.sc.Tier.Alias, w.tier.ID, decisionlog.RouteReplica
-		rec.Strategy = decisionlog.Strategy(w.tier.Strategy)
-	}
-	if r.Member >= 0 {
-		rec.Member = w.members[r.Member].id
-		if d, ok := w.leases.get(rs.lease).Decision(); ok {
-			rec.ReplicaScheduler = &d
-		}
-	}
+// firstByte is the record's time to the first response byte: the first token for a stream that
+// produced one, the whole answer for a relayed ordinary answer (the relay writes it at the end).
+func firstByte(r *Request) time.Duration {
 	switch {
 	case r.Stream && r.FirstToken >= 0:
-		rec.FirstByte = r.FirstToken - r.Arrival
+		return r.FirstToken - r.Arrival
 	case r.Outcome == decisionlog.OutcomeSuccess || r.Outcome == decisionlog.OutcomeUpstreamHTTPError:
-		rec.FirstByte = rec.Duration
+		return r.End - r.Arrival
 	}
-	_ = w.dlog.Add(rec) // a refused record is counted in the log's Stats, which the report gates on
+	return 0
 }
 
 func requestID(id int) string {

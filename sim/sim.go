@@ -1,7 +1,6 @@
 package sim
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim/event"
@@ -80,8 +78,6 @@ type world struct {
 	tier   config.Tier
 	adm    *admission.TierAdmission
 	router *routing.Router
-	dlog   *decisionlog.Log
-	done   context.Context // already canceled: admission.Drain as a non-blocking check
 
 	members  []*member
 	byID     map[string]int // member ID -> index (lookups only, never iterated)
@@ -91,7 +87,7 @@ type world struct {
 	streams  scenarios.Streams
 	parsed   parseMemo
 	reqs     []reqState
-	leases   leaseTable
+	attempts attemptTable
 	intent   intent
 	drains   []*drainWatch
 	res      *Result
@@ -141,41 +137,28 @@ func (w *world) prepare() {
 	w.reqs, w.res.Requests = make([]reqState, 0, n), make([]Request, 0, n)
 }
 
-// buildRouter wires the real admission, routing, pressure core and decision log from the config,
-// exactly as the server's composition root does.
+// buildRouter wires the real routing walk (admission, gates, the pressure core, the decision log)
+// from the config, through the same constructors the server's composition root uses.
 func (w *world) buildRouter() error {
-	set, err := admission.New(routing.Specs(w.cfg))
-	if err != nil {
-		return err
-	}
-	w.adm, _ = set.Tier(w.tier.ID)
 	var source routing.PressureSource
 	if w.tier.Strategy == config.StrategyCapacity {
-		if w.press, err = newTelemetry(w, w.tier); err != nil {
+		var err error
+		if w.press, err = newTelemetry(w, routing.PressureSpecs(w.cfg)); err != nil {
 			return err
 		}
 		source = w.press
 	}
 	w.ready = newReadiness(w.tier)
-	if w.router, err = routing.New(w.cfg, set, &w.ready, source); err != nil {
+	// As the server does: every record goes through Log.Add's validation, and capacity evidence is
+	// checked against the configured membership and ceilings before it is stored.
+	dlog, err := routing.NewDecisionLog(w.cfg, w.opts.Decisions)
+	if err != nil {
 		return err
 	}
-	// As the server does: every record goes through Log.Add's validation, and capacity evidence
-	// is checked against the configured membership and ceilings before it is stored.
-	var opts []decisionlog.Option
-	if w.tier.Strategy == config.StrategyCapacity {
-		members := make(map[string]int64, len(w.tier.Members))
-		for _, m := range w.tier.Members {
-			members[m.ID] = m.MaxConcurrency
-		}
-		opts = append(opts, decisionlog.WithMembership(map[string]map[string]int64{w.tier.ID: members}))
-	}
-	if w.dlog, err = decisionlog.New(w.cfg.DecisionLog().RingSize, w.opts.Decisions, opts...); err != nil {
+	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog); err != nil {
 		return err
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	cancel()
-	w.done = ctx
+	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
 	return nil
 }
 

@@ -89,16 +89,13 @@ type worker struct {
 	since  time.Duration
 }
 
-func newTelemetry(w *world, t config.Tier) (*telemetry, error) {
-	spec := pressure.TierSpec{ID: t.ID, ServedModel: t.ServedModel}
-	for _, m := range t.Members {
-		spec.Members = append(spec.Members, pressure.MemberSpec{ID: m.ID, Endpoint: m.Endpoint, Capacity: m.MaxConcurrency})
-	}
-	core, err := pressure.NewCore([]pressure.TierSpec{spec})
+// newTelemetry registers the capacity tiers (the scenario's one) with a real pressure core.
+func newTelemetry(w *world, specs []pressure.TierSpec) (*telemetry, error) {
+	core, err := pressure.NewCore(specs)
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{w: w, core: core, held: make([]heldSample, len(t.Members))}, nil
+	return &telemetry{w: w, core: core, held: make([]heldSample, core.Members())}, nil
 }
 
 // Snapshot is the routing.PressureSource: the core's snapshot at virtual now, which also queues

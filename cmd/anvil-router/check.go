@@ -1,18 +1,13 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/ident"
 )
 
 func newConfigCmd() *cobra.Command {
@@ -57,7 +52,7 @@ func newDecisionsCmd() *cobra.Command {
 			if skipInvalid {
 				var skipped int
 				var first error
-				recs, skipped, first = readTolerant(f)
+				recs, skipped, first = decisionlog.ReadJSONLTolerant(f, decisionlog.MaxReadRecords)
 				if skipped > 0 {
 					fmt.Fprintf(cmd.ErrOrStderr(), "skipped %d invalid lines; first: %v\n", skipped, first)
 				}
@@ -76,53 +71,4 @@ func newDecisionsCmd() *cobra.Command {
 	sum.Flags().BoolVar(&skipInvalid, "skip-invalid", false, "skip and count invalid lines instead of refusing the file")
 	cmd.AddCommand(sum)
 	return cmd
-}
-
-// readTolerant reads a capture line by line through the same strict reader, keeping every valid
-// record and counting the rest. Over-long lines are skipped without being buffered whole.
-func readTolerant(r io.Reader) ([]decisionlog.Record, int, error) {
-	br := bufio.NewReaderSize(r, ident.MaxLineBytes+2)
-	var recs []decisionlog.Record
-	var skipped int
-	var first error
-	fail := func(n int, err error) {
-		skipped++
-		if first == nil {
-			if _, ok := err.(*decisionlog.LineError); !ok {
-				err = fmt.Errorf("line %d: %w", n, err)
-			}
-			first = err
-		}
-	}
-	for n := 1; len(recs) < decisionlog.MaxReadRecords; n++ {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			fail(n, errors.New("line too long"))
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			if err != nil {
-				break
-			}
-			continue
-		}
-		if len(line) > 0 {
-			if line[len(line)-1] != '\n' {
-				fail(n, errors.New("last line has no newline (cut short)"))
-			} else if rec, rerr := decisionlog.ReadJSONL(bytes.NewReader(line), 1); rerr != nil {
-				var le *decisionlog.LineError
-				if errors.As(rerr, &le) {
-					le.Line = n // the strict reader saw this line alone; report its place in the file
-					rerr = le
-				}
-				fail(n, rerr)
-			} else {
-				recs = append(recs, rec...)
-			}
-		}
-		if err != nil {
-			break
-		}
-	}
-	return recs, skipped, first
 }

@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"context"
 	"errors"
 	"sync"
 	"sync/atomic"
@@ -178,18 +177,19 @@ func TestQuiesceRacingAcquire(t *testing.T) {
 			}
 			checkInvariants(t, tier.Snapshot())
 
-			drained := make(chan error, 1)
-			go func() {
-				if member {
-					drained <- tier.DrainMember(context.Background(), "m00")
-				} else {
-					drained <- tier.Drain(context.Background())
-				}
-			}()
+			scope := ""
+			if member {
+				scope = "m00"
+			}
 			for l := range leases {
+				idle, err := tier.Idle(scope)
+				require.NoError(t, err)
+				require.False(t, idle, "a lease is still held")
 				require.True(t, l.Release())
 			}
-			require.NoError(t, <-drained)
+			idle, err := tier.Idle(scope)
+			require.NoError(t, err)
+			require.True(t, idle, "drained once every lease is back")
 			s := tier.Snapshot()
 			assert.Zero(t, s.Active)
 			checkInvariants(t, s)

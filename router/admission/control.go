@@ -1,9 +1,6 @@
 package admission
 
 import (
-	"context"
-	"fmt"
-
 	"github.com/anvil-llm/anvil/router/ident"
 )
 
@@ -16,6 +13,7 @@ func (t *TierAdmission) Quiesce(reason string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.quiesced, t.reason = true, reason
+	t.wakeLocked()
 	return nil
 }
 
@@ -32,11 +30,11 @@ func (t *TierAdmission) QuiesceMember(member, reason string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.members[i].quiesced, t.members[i].reason = true, reason
+	t.wakeLocked()
 	return nil
 }
 
-// Readmit lifts the tier quiesce. It never clears member quiesce. A Drain of
-// the tier still waiting returns ErrNotQuiesced.
+// Readmit lifts the tier quiesce. It never clears member quiesce.
 func (t *TierAdmission) Readmit() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -46,7 +44,6 @@ func (t *TierAdmission) Readmit() error {
 }
 
 // ReadmitMember lifts one member's quiesce. It never clears the tier quiesce.
-// A DrainMember of that member still waiting returns ErrNotQuiesced.
 func (t *TierAdmission) ReadmitMember(member string) error {
 	i, err := t.memberIndex(member)
 	if err != nil {
@@ -59,66 +56,41 @@ func (t *TierAdmission) ReadmitMember(member string) error {
 	return nil
 }
 
-// Drain waits until the tier has no active lease. The tier must be quiesced
-// (ErrNotQuiesced otherwise, also when it is readmitted while Drain waits).
-// Drain never cancels in-flight leases; it returns the context's error, wrapped,
-// if ctx ends first. An idle quiesced tier drains at once, even with a done ctx.
-func (t *TierAdmission) Drain(ctx context.Context) error {
-	return t.drain(ctx, -1)
-}
-
-// DrainMember waits until one member has no active lease. The member itself
-// must be quiesced (a tier quiesce does not count: the scope is the member).
-func (t *TierAdmission) DrainMember(ctx context.Context, member string) error {
-	i, err := t.memberIndex(member)
-	if err != nil {
-		return err
-	}
-	return t.drain(ctx, i)
-}
-
-// drain waits for scope i (-1 = tier) to become idle. It never waits holding
-// the lock: it takes the current wake channel and waits on it outside.
-func (t *TierAdmission) drain(ctx context.Context, i int) error {
-	if ctx == nil {
-		return errNilContext
-	}
-	waited := false
-	for {
-		wake, err := t.drainStep(i, waited)
-		if wake == nil {
-			return err
-		}
-		waited = true
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return fmt.Errorf("admission: drain of tier %q interrupted: %w", t.id, ctx.Err())
+// Idle answers the drain question for one scope without waiting: member "" is the whole tier,
+// otherwise that member of a replica tier. It returns ErrNotQuiesced when the scope itself is not
+// quiesced (a member drain needs the member quiesced: a tier quiesce does not count), else whether the
+// scope holds no lease. A drain never cancels a lease: the caller waits for Changed and asks again.
+func (t *TierAdmission) Idle(member string) (bool, error) {
+	i := -1
+	if member != "" {
+		var err error
+		if i, err = t.memberIndex(member); err != nil {
+			return false, err
 		}
 	}
-}
-
-// drainStep checks scope i under the lock. It returns (nil, nil) when the scope
-// is idle, (nil, err) when it is not quiesced, else the channel to wait on.
-func (t *TierAdmission) drainStep(i int, waited bool) (<-chan struct{}, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	quiesced, active := t.quiesced, t.active
 	if i >= 0 {
 		quiesced, active = t.members[i].quiesced, t.members[i].active
 	}
-	switch {
-	case !quiesced && waited:
-		return nil, errReadmitted
-	case !quiesced:
-		return nil, ErrNotQuiesced
-	case active == 0:
-		return nil, nil
+	if !quiesced {
+		return false, ErrNotQuiesced
 	}
+	return active == 0, nil
+}
+
+// Changed returns a channel that is closed at the tier's next change of leases or admission state: a
+// release, a quiesce or a readmission. Take it before asking Idle (or trying to acquire), then wait on
+// it, so that no change between the question and the wait is missed. Waiting is the caller's: the
+// admission core never blocks.
+func (t *TierAdmission) Changed() <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.wake == nil {
 		t.wake = make(chan struct{})
 	}
-	return t.wake, nil
+	return t.wake
 }
 
 func (t *TierAdmission) memberIndex(member string) (int, error) {

@@ -1,10 +1,7 @@
 package admission
 
 import (
-	"context"
-	"errors"
 	"testing"
-	"testing/synctest"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -12,7 +9,6 @@ import (
 
 func TestControlRefusals(t *testing.T) {
 	tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 1, 1))
-	ctx := t.Context()
 	tests := []struct {
 		name string
 		err  error
@@ -23,10 +19,9 @@ func TestControlRefusals(t *testing.T) {
 		{"member quiesce with bad reason", tier.QuiesceMember("m00", "-x"), ErrInvalidReason},
 		{"member quiesce unknown member", tier.QuiesceMember("ghost", "x"), ErrUnknownMember},
 		{"member readmit unknown member", tier.ReadmitMember("ghost"), ErrUnknownMember},
-		{"member drain unknown member", tier.DrainMember(ctx, "ghost"), ErrUnknownMember},
-		{"tier drain while admitting", tier.Drain(ctx), ErrNotQuiesced},
-		{"member drain while admitting", tier.DrainMember(ctx, "m00"), ErrNotQuiesced},
-		{"tier drain with nil context", drainNil(tier), errNilContext},
+		{"member drain unknown member", idleErr(tier, "ghost"), ErrUnknownMember},
+		{"tier drain while admitting", idleErr(tier, ""), ErrNotQuiesced},
+		{"member drain while admitting", idleErr(tier, "m00"), ErrNotQuiesced},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -40,16 +35,15 @@ func TestControlRefusals(t *testing.T) {
 	}
 }
 
-// drainNil passes a nil context on purpose: bad input must not crash.
-func drainNil(t *TierAdmission) error {
-	var ctx context.Context
-	return t.Drain(ctx)
+func idleErr(t *TierAdmission, member string) error {
+	_, err := t.Idle(member)
+	return err
 }
 
 func TestMemberDrainWhileOnlyTierQuiesced(t *testing.T) {
 	tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 1, 1))
 	require.NoError(t, tier.Quiesce("maint"))
-	assert.ErrorIs(t, tier.DrainMember(t.Context(), "m00"), ErrNotQuiesced, "the member is the scope")
+	assert.ErrorIs(t, idleErr(tier, "m00"), ErrNotQuiesced, "the member is the scope")
 }
 
 // TestQuiesceScopes: tier and member quiesce each affect only their scope, and
@@ -94,196 +88,75 @@ func TestQuiesceScopes(t *testing.T) {
 	checkInvariants(t, tier.Snapshot())
 }
 
-func TestDrainOfIdleScopeReturnsAtOnce(t *testing.T) {
+func TestIdleAnswersPerScope(t *testing.T) {
 	tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 1, 1))
 	l := mustAcquire(t, tier, allReady("m01"), nil, "m01")
-	done, cancel := context.WithCancel(t.Context())
-	cancel()
 	require.NoError(t, tier.QuiesceMember("m00", "x"))
-	assert.NoError(t, tier.DrainMember(done, "m00"), "idle member drains even with a done context")
+	idle, err := tier.Idle("m00")
+	require.NoError(t, err)
+	assert.True(t, idle, "an idle quiesced member has drained")
 	require.NoError(t, tier.Quiesce("x"))
-	err := tier.Drain(done)
-	assert.ErrorIs(t, err, context.Canceled, "busy tier cannot drain with a done context")
-	assert.Equal(t, int64(1), tier.Snapshot().Active, "drain never cancels a lease")
+	idle, err = tier.Idle("")
+	require.NoError(t, err)
+	assert.False(t, idle, "the tier still holds m01's lease")
+	assert.Equal(t, int64(1), tier.Snapshot().Active, "asking never cancels a lease")
 	assert.True(t, l.Release())
-	assert.NoError(t, tier.Drain(done))
+	idle, err = tier.Idle("")
+	require.NoError(t, err)
+	assert.True(t, idle)
+	assert.Equal(t, StateQuiesced, tier.Snapshot().State, "draining does not readmit")
 }
 
-// TestDrainWaitsWithoutCancelling: Drain blocks while leases are in flight,
-// leaves them alone, and returns when the last one is released.
-func TestDrainWaitsWithoutCancelling(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tier := newTierT(t, TierSpec{ID: "d"})
-		a, err := tier.Acquire()
-		require.NoError(t, err)
-		b, err := tier.Acquire()
-		require.NoError(t, err)
-		require.NoError(t, tier.Quiesce("deploy"))
-
-		result := make(chan error, 1)
-		go func() { result <- tier.Drain(context.Background()) }()
-		synctest.Wait() // the drain is durably blocked
-		assertPending(t, result)
-		s := tier.Snapshot()
-		assert.True(t, s.Draining)
-		assert.Equal(t, int64(2), s.Active)
-
-		require.True(t, a.Release())
-		synctest.Wait()
-		assertPending(t, result)
-		require.True(t, b.Release())
-		synctest.Wait()
-		require.NoError(t, <-result)
-		assert.False(t, tier.Snapshot().Draining)
-		assert.Equal(t, StateQuiesced, tier.Snapshot().State, "drain does not readmit")
-	})
-}
-
-// TestMemberDrainWaitsForThatMemberOnly: releasing other members' leases does
-// not finish a member drain, and the tier keeps admitting on the others.
-func TestMemberDrainWaitsForThatMemberOnly(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 2, 2))
-		m0 := mustAcquire(t, tier, allReady("m00"), nil, "m00")
-		m1 := mustAcquire(t, tier, allReady("m01"), nil, "m01")
-		require.NoError(t, tier.QuiesceMember("m00", "swap"))
-
-		result := make(chan error, 1)
-		go func() { result <- tier.DrainMember(context.Background(), "m00") }()
-		synctest.Wait()
-		assertPending(t, result)
-
-		require.True(t, m1.Release(), "another member going idle")
-		synctest.Wait()
-		assertPending(t, result)
-		other := mustAcquire(t, tier, allReady("m00", "m01"), nil, "m01")
-		s := tier.Snapshot()
-		assert.True(t, s.Members[0].Draining)
-		assert.False(t, s.Draining, "the tier is not quiesced")
-
-		require.True(t, m0.Release())
-		synctest.Wait()
-		require.NoError(t, <-result)
-		assert.Equal(t, int64(1), tier.Snapshot().Active, "the other member's lease is untouched")
-		assert.True(t, other.Release())
-	})
-}
-
-func TestTierDrainCoversAllMembers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tier := newTierT(t, replicaSpec("r", StrategyRoundRobin, 0, 0, 0))
-		ready := allReady("m00", "m01")
-		leases := []*Lease{
-			mustAcquire(t, tier, ready, nil, "m00"),
-			mustAcquire(t, tier, ready, nil, "m01"),
-			mustAcquire(t, tier, ready, nil, "m00"),
-		}
-		require.NoError(t, tier.Quiesce("maint"))
-		result := make(chan error, 1)
-		go func() { result <- tier.Drain(context.Background()) }()
-		for _, l := range leases {
-			synctest.Wait()
-			assertPending(t, result)
-			require.True(t, l.Release())
-		}
-		synctest.Wait()
-		require.NoError(t, <-result)
-	})
-}
-
-func TestDrainContextEndsWait(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tier := newTierT(t, TierSpec{ID: "d"})
-		l, err := tier.Acquire()
-		require.NoError(t, err)
-		require.NoError(t, tier.Quiesce("deploy"))
-		ctx, cancel := context.WithTimeout(context.Background(), 30e9)
-		defer cancel()
-		err = tier.Drain(ctx) // fake time jumps to the deadline
-		assert.ErrorIs(t, err, context.DeadlineExceeded)
-		s := tier.Snapshot()
-		assert.Equal(t, int64(1), s.Active, "the lease survives a drain timeout")
-		assert.True(t, s.Draining, "still quiesced with work in flight")
-		assert.True(t, l.Release())
-	})
-}
-
-func TestReadmitDuringDrainEndsIt(t *testing.T) {
-	tests := []struct {
-		name    string
-		drain   func(*TierAdmission) error
-		readmit func(*TierAdmission) error
+// TestChangedIsClosedByEveryChange: each release, quiesce and readmission closes the channel handed
+// out before it, and nothing else does; after a close the next call hands out a fresh channel.
+func TestChangedIsClosedByEveryChange(t *testing.T) {
+	tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 2, 2))
+	ready := allReady("m00", "m01")
+	a := mustAcquire(t, tier, ready, nil, "m00")
+	b := mustAcquire(t, tier, ready, nil, "m01")
+	changes := []struct {
+		name string
+		do   func() error
 	}{
-		{"tier", func(t *TierAdmission) error { return t.Drain(context.Background()) }, (*TierAdmission).Readmit},
-		{"member", func(t *TierAdmission) error { return t.DrainMember(context.Background(), "m00") },
-			func(t *TierAdmission) error { return t.ReadmitMember("m00") }},
+		{"release of one of several leases", func() error { a.Release(); return nil }},
+		{"member quiesce", func() error { return tier.QuiesceMember("m01", "x") }},
+		{"tier quiesce", func() error { return tier.Quiesce("x") }},
+		{"member readmission", func() error { return tier.ReadmitMember("m01") }},
+		{"tier readmission", tier.Readmit},
+		{"last release", func() error { b.Release(); return nil }},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			synctest.Test(t, func(t *testing.T) {
-				tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 1, 1))
-				l := mustAcquire(t, tier, allReady("m00"), nil, "m00")
-				require.NoError(t, tier.Quiesce("x"))
-				require.NoError(t, tier.QuiesceMember("m00", "x"))
-				result := make(chan error, 1)
-				go func() { result <- tt.drain(tier) }()
-				synctest.Wait()
-				assertPending(t, result)
-				require.NoError(t, tt.readmit(tier))
-				synctest.Wait()
-				err := <-result
-				assert.ErrorIs(t, err, ErrNotQuiesced)
-				assert.ErrorIs(t, err, errReadmitted)
-				assert.True(t, l.Release())
-			})
-		})
+	for _, c := range changes {
+		ch := tier.Changed()
+		assert.Equal(t, ch, tier.Changed(), "%s: one channel until the next change", c.name)
+		assertOpen(t, ch)
+		_ = tier.Snapshot()
+		_, _ = tier.Idle("")
+		assertOpen(t, ch) // reads change nothing
+		require.NoError(t, c.do(), c.name)
+		assertClosed(t, ch, c.name)
 	}
+	ch := tier.Changed()
+	_, err := tier.AcquireMember(allReady(), nil)
+	require.Error(t, err)
+	assertOpen(t, ch) // a refused acquire changes nothing
+	assert.False(t, a.Release(), "misuse")
+	assertOpen(t, ch) // a repeated release changes nothing either
 }
 
-// TestConcurrentDrainers: several drains of different scopes wait together and
-// each returns when its own scope is idle.
-func TestConcurrentDrainers(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 1, 1))
-		m0 := mustAcquire(t, tier, allReady("m00"), nil, "m00")
-		m1 := mustAcquire(t, tier, allReady("m01"), nil, "m01")
-		require.NoError(t, tier.Quiesce("x"))
-		require.NoError(t, tier.QuiesceMember("m01", "y"))
-		tierDone := make(chan error, 1)
-		memberDone := make(chan error, 1)
-		go func() { tierDone <- tier.Drain(context.Background()) }()
-		go func() { memberDone <- tier.DrainMember(context.Background(), "m01") }()
-		synctest.Wait()
-		assertPending(t, tierDone)
-		assertPending(t, memberDone)
-		require.True(t, m1.Release())
-		synctest.Wait()
-		require.NoError(t, <-memberDone)
-		assertPending(t, tierDone)
-		require.True(t, m0.Release())
-		synctest.Wait()
-		require.NoError(t, <-tierDone)
-	})
-}
-
-func assertPending(t *testing.T, ch <-chan error) {
+func assertOpen(t *testing.T, ch <-chan struct{}) {
 	t.Helper()
 	select {
-	case err := <-ch:
-		t.Fatalf("drain returned early: %v", err)
+	case <-ch:
+		t.Fatal("the change channel closed without a change")
 	default:
 	}
 }
 
-func TestDrainErrorWrapsContext(t *testing.T) {
-	tier := newTierT(t, TierSpec{ID: "d"})
-	l, err := tier.Acquire()
-	require.NoError(t, err)
-	defer l.Release()
-	require.NoError(t, tier.Quiesce("x"))
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	err = tier.Drain(ctx)
-	assert.True(t, errors.Is(err, context.Canceled))
-	assert.Contains(t, err.Error(), `drain of tier "d" interrupted`)
+func assertClosed(t *testing.T, ch <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-ch:
+	default:
+		t.Fatalf("%s did not close the change channel", what)
+	}
 }

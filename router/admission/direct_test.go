@@ -121,7 +121,7 @@ func TestWrongKind(t *testing.T) {
 	assert.ErrorIs(t, err, ErrWrongKind)
 	assert.ErrorIs(t, d.QuiesceMember("m00", "x"), ErrWrongKind)
 	assert.ErrorIs(t, d.ReadmitMember("m00"), ErrWrongKind)
-	assert.ErrorIs(t, d.DrainMember(t.Context(), "m00"), ErrWrongKind)
+	assert.ErrorIs(t, idleErr(d, "m00"), ErrWrongKind)
 	assert.Nil(t, d.Members())
 	for _, s := range set.Snapshots() {
 		assert.Equal(t, int64(0), s.Active)

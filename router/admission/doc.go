@@ -1,5 +1,5 @@
 // Package admission owns tier admission for the router: per-tier and per-member
-// concurrency ceilings, quiesce/drain/readmit transitions, the rotating member
+// concurrency ceilings, quiesce/readmit transitions and the drain question, the rotating member
 // cursor of replica tiers, and the compound tier/member leases that callers hold
 // for the whole life of one upstream request.
 //
@@ -17,7 +17,7 @@
 //
 // Every TierAdmission owns exactly one sync.Mutex. It guards all mutable state of
 // that tier and of its members: quiesce flags and reasons, active counts,
-// counters, the cursor and the drain wake channel. A Set holds no lock; it is
+// counters, the cursor and the change channel. A Set holds no lock; it is
 // immutable after New. No operation ever holds two tier locks, so there is no
 // lock order to get wrong.
 //
@@ -32,10 +32,12 @@
 // concurrent acquirers can never all observe the same stale count, and the cursor
 // advances only after a reservation succeeded.
 //
-// Drain never waits while holding the lock. A waiter takes the lock, checks its
-// scope, fetches (or creates) the tier's wake channel and unlocks; Release closes
-// that channel under the lock when a member or the tier reaches zero active, and
-// Readmit closes it so a drain of a readmitted scope stops waiting. Waiters then
-// re-check under the lock, so a spurious wake-up is harmless and a context
-// cancellation is honoured at once. Drain never cancels in-flight leases.
+// # Answers, never waits
+//
+// The package never blocks: it answers questions and tells when the answer may have changed. Idle
+// says whether a quiesced scope (the tier, or one member) has drained; Changed hands out a channel
+// that the next release, quiesce or readmission closes under the lock. A waiter (the server's drain,
+// an admission queue) takes the channel, asks its question, and waits on the channel outside the
+// package; a spurious wake-up only costs a re-check. Nothing here cancels an in-flight lease. The
+// simulator asks the same questions on virtual time after each lease change.
 package admission

@@ -38,6 +38,4 @@ var (
 	errNotReplica         = fmt.Errorf("%w: member operations need a replica tier", ErrWrongKind)
 	errIncompleteReady    = fmt.Errorf("%w: readiness must cover exactly the configured members", ErrInvalidSnapshot)
 	errIncompletePressure = fmt.Errorf("%w: pressure must be absent or cover exactly the configured members", ErrInvalidSnapshot)
-	errReadmitted         = fmt.Errorf("%w: readmitted while draining", ErrNotQuiesced)
-	errNilContext         = errors.New("admission: nil context")
 )

@@ -1,7 +1,6 @@
 package admission_test
 
 import (
-	"context"
 	"fmt"
 
 	"github.com/anvil-llm/anvil/router/admission"
@@ -32,15 +31,19 @@ func Example() {
 	fmt.Println("picked", lease.Member(), "from", d.EligibleMemberIDs())
 
 	_ = pool.QuiesceMember("gpu-a", "maintenance")
-	drained := make(chan error)
-	go func() { drained <- pool.DrainMember(context.Background(), "gpu-a") }()
+	changed := pool.Changed() // take the channel before asking, so no change is missed
+	idle, _ := pool.Idle("gpu-a")
+	fmt.Println("drained:", idle)
 	lease.Release() // the handler's one defer; in-flight work is never cancelled
-	fmt.Println("drained:", <-drained)
+	<-changed       // a drain waits here (with its own deadline), then asks again
+	idle, _ = pool.Idle("gpu-a")
+	fmt.Println("drained:", idle)
 
 	s := pool.Snapshot()
 	fmt.Println(s.State, s.Active, s.MaxConcurrency, s.Members[0].State, s.Members[0].Reason)
 	// Output:
 	// picked gpu-a from [gpu-a gpu-b]
-	// drained: <nil>
+	// drained: false
+	// drained: true
 	// admitting 0 4 quiesced maintenance
 }

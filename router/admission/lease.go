@@ -41,8 +41,8 @@ func (l *Lease) Decision() (scheduler.Decision, bool) {
 
 // Release returns the reservation. It reports true the first time and false on
 // every later call (counted in Snapshot.ReleaseMisuse), so a lease can never be
-// released twice. A nil or zero Lease reports false. Release wakes drain waiters
-// when the member or the tier becomes idle.
+// released twice. A nil or zero Lease reports false. Release closes the channel
+// Changed handed out.
 func (l *Lease) Release() bool {
 	if l == nil || l.tier == nil {
 		return false
@@ -57,19 +57,14 @@ func (l *Lease) Release() bool {
 	l.released = true
 	t.released++
 	t.active--
-	idle := t.active == 0
 	if l.member >= 0 {
-		m := &t.members[l.member]
-		m.active--
-		idle = idle || m.active == 0
+		t.members[l.member].active--
 	}
-	if idle {
-		t.wakeLocked()
-	}
+	t.wakeLocked()
 	return true
 }
 
-// wakeLocked wakes every drain waiter; each re-checks its own scope.
+// wakeLocked closes the channel Changed handed out, if any; every waiter re-checks its own question.
 func (t *TierAdmission) wakeLocked() {
 	if t.wake != nil {
 		close(t.wake)

@@ -30,7 +30,7 @@ type TierAdmission struct {
 	misuse   uint64
 	cursor   int
 	members  []memberState // by sorted index
-	wake     chan struct{} // closed to wake drain waiters; nil when nobody waits
+	wake     chan struct{} // handed out by Changed, closed at the next change; nil when nobody waits
 }
 
 type memberState struct {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/stretchr/testify/assert"
 )
 
 var lineSentinels = []error{ErrInvalidValue, ErrInconsistent, ErrLineTooLong, ErrEmptyLine,
@@ -230,4 +231,31 @@ func genDecision(t *rapid.T) scheduler.Decision {
 		t.Fatal(err)
 	}
 	return d
+}
+
+// FuzzReadJSONLTolerant: the tolerant reader never panics, agrees with the strict reader whenever
+// the strict reader accepts the input, and never keeps more records than the input has lines.
+func FuzzReadJSONLTolerant(f *testing.F) {
+	var b bytes.Buffer
+	l, err := New(4, &b)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := l.Add(Record{RequestID: "r1", Outcome: OutcomeRefused, Start: time.Unix(1, 0)}); err != nil {
+		f.Fatal(err)
+	}
+	line := b.String()
+	f.Add(line + line)
+	f.Add(line + "{x\n" + line)
+	f.Add(strings.TrimSuffix(line, "\n"))
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		recs, skipped, first := ReadJSONLTolerant(strings.NewReader(in), MaxReadRecords)
+		assert.Equal(t, skipped > 0, first != nil)
+		assert.LessOrEqual(t, len(recs)+skipped, strings.Count(in, "\n")+1)
+		if strict, err := ReadJSONL(strings.NewReader(in), MaxReadRecords); err == nil {
+			assert.Equal(t, strict, recs)
+			assert.Zero(t, skipped)
+		}
+	})
 }

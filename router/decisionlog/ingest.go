@@ -51,6 +51,63 @@ func ReadJSONL(r io.Reader, maxRecords int) ([]Record, error) {
 	}
 }
 
+// ReadJSONLTolerant reads a capture cut short (by a crash or a full disk) line by line through the same
+// strict rules as ReadJSONL, keeping every valid record and skipping the rest: a malformed line, a line
+// over ident.MaxLineBytes (skipped without being buffered whole) or a last line without its newline.
+// It returns at most maxRecords records (1..MaxReadRecords, reading stops there), how many lines it
+// skipped and the first skip's *LineError (nil when none was skipped). A read failure of r ends the
+// read and is reported as the first error when nothing was skipped before it.
+func ReadJSONLTolerant(r io.Reader, maxRecords int) ([]Record, int, error) {
+	if maxRecords < 1 || maxRecords > MaxReadRecords {
+		return nil, 0, ErrLimit
+	}
+	br := bufio.NewReaderSize(r, ident.MaxLineBytes+2)
+	var out []Record
+	skipped := 0
+	var first error
+	skip := func(err *LineError) {
+		skipped++
+		if first == nil {
+			first = err
+		}
+	}
+	for n := 1; len(out) < maxRecords; n++ {
+		// The buffer holds a longest valid line and its newline plus one byte: a line that does not
+		// fit is too long and is skipped without being held.
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			skip(&LineError{Line: n, Err: ErrLineTooLong})
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = br.ReadSlice('\n')
+			}
+			if err != nil {
+				return out, skipped, first
+			}
+			continue
+		}
+		switch {
+		case len(line) == 0:
+		case line[len(line)-1] != '\n':
+			skip(&LineError{Line: n, Err: ErrMissingNewline})
+		case len(line)-1 > ident.MaxLineBytes:
+			skip(&LineError{Line: n, Err: ErrLineTooLong})
+		default:
+			if rec, perr := parseLine(line[:len(line)-1]); perr != nil {
+				skip(lineError(n, perr))
+			} else {
+				out = append(out, rec)
+			}
+		}
+		if err != nil {
+			if err != io.EOF && first == nil {
+				first = lineErrorWithCause(n, &readError{err})
+			}
+			return out, skipped, first
+		}
+	}
+	return out, skipped, first
+}
+
 // readLine returns the next line without its newline, reading at most limit+1 bytes of
 // it. io.EOF means no further line.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {

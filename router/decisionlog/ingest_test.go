@@ -226,3 +226,52 @@ func TestFastPathReadsWriterOutput(t *testing.T) {
 		assert.False(t, ok, "%s", bad)
 	}
 }
+
+func TestReadJSONLTolerant(t *testing.T) {
+	valid := func(i int) string {
+		var b bytes.Buffer
+		l := mustLog(t, 4, &b)
+		require.NoError(t, l.Add(numbered(i)))
+		return b.String()
+	}
+	long := strings.Repeat("x", ident.MaxLineBytes+100) + "\n"
+	justOver := strings.Repeat("y", ident.MaxLineBytes+1) + "\n"
+	cases := []struct {
+		name    string
+		in      string
+		ids     []string
+		skipped int
+		first   error
+	}{
+		{"clean", valid(1) + valid(2), []string{"req-1", "req-2"}, 0, nil},
+		{"empty", "", nil, 0, nil},
+		{"garbage between", valid(1) + "{nope\n" + valid(2), []string{"req-1", "req-2"}, 1, ErrSyntax},
+		{"over-long line", valid(1) + long + valid(2), []string{"req-1", "req-2"}, 1, ErrLineTooLong},
+		{"one byte over the bound", valid(1) + justOver + valid(2), []string{"req-1", "req-2"}, 1, ErrLineTooLong},
+		{"cut short", valid(1) + strings.TrimSuffix(valid(2), "\n"), []string{"req-1"}, 1, ErrMissingNewline},
+		{"cut inside a long line", valid(1) + strings.Repeat("z", 3*ident.MaxLineBytes), []string{"req-1"}, 1, ErrLineTooLong},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			recs, skipped, first := ReadJSONLTolerant(strings.NewReader(c.in), MaxReadRecords)
+			var ids []string
+			for _, r := range recs {
+				ids = append(ids, r.RequestID)
+			}
+			assert.Equal(t, c.ids, ids)
+			assert.Equal(t, c.skipped, skipped)
+			if c.first == nil {
+				assert.NoError(t, first)
+				return
+			}
+			assert.ErrorIs(t, first, c.first)
+			var le *LineError
+			require.ErrorAs(t, first, &le)
+			assert.Equal(t, 2, le.Line, "the first skipped line is the second")
+		})
+	}
+	_, _, err := ReadJSONLTolerant(strings.NewReader(""), 0)
+	assert.ErrorIs(t, err, ErrLimit)
+	recs, _, _ := ReadJSONLTolerant(strings.NewReader(valid(1)+valid(2)+valid(3)), 2)
+	assert.Len(t, recs, 2, "reading stops at the limit")
+}

@@ -20,12 +20,26 @@ type Option func(*options)
 type options struct {
 	maxLine    int
 	membership map[string]map[string]int64
+	queue      int
 }
 
 // WithMaxLineBytes lowers the sink's line bound (newline excluded), within
 // ident.MinLineBytes..MaxLineBytes. A longer line is dropped whole and counted in
 // Stats.SinkOversize; it is never truncated mid-JSON. The ring still keeps the record.
 func WithMaxLineBytes(n int) Option { return func(o *options) { o.maxLine = n } }
+
+// WithAsyncSink makes the sink asynchronous: Add queues each line (at most queue lines, 1..1000000; 0
+// means DefaultQueueLines) and returns at once, and one writer goroutine, started by Start, writes the
+// queue to the sink in order. A full queue drops the line and counts it in Stats.SinkDropped. Without
+// this option Add writes its line before it returns.
+func WithAsyncSink(queue int) Option {
+	return func(o *options) {
+		o.queue = queue
+		if queue == 0 {
+			o.queue = DefaultQueueLines
+		}
+	}
+}
 
 // WithMembership makes Add check replica_scheduler evidence against configured
 // membership: tier ID -> member ID -> max_concurrency, for every capacity tier. Evidence
@@ -35,21 +49,24 @@ func WithMembership(tiers map[string]map[string]int64) Option {
 	return func(o *options) { o.membership = tiers }
 }
 
-// Stats are a Log's counters since New.
+// Stats are a Log's counters since New. The Sink* counters are the sink's one set of statistics,
+// readable while the log runs.
 type Stats struct {
 	Added             uint64 // records stored in the ring
 	Rejected          uint64 // records refused by Add (ErrInvalidRecord)
 	IDsReplaced       uint64 // ID fields replaced by InvalidMarker
 	EvidenceDiscarded uint64 // malformed or misplaced replica_scheduler values dropped
 	SinkLines         uint64 // lines written to the sink in full
+	SinkDropped       uint64 // lines dropped because the asynchronous queue was full
 	SinkOversize      uint64 // lines dropped for exceeding the line bound
 	SinkErrors        uint64 // failed or short sink writes and failed flushes
+	SinkShortWrites   uint64 // writes that wrote part of a line (also counted in SinkErrors)
 	SinkAfterClose    uint64 // lines not written because Close had been called
 }
 
 // Log is a bounded ring of recent records plus an optional JSONL sink. It is safe for
 // concurrent use. Formatting happens outside every lock; the ring lock never covers
-// I/O; sink writes are serialized by their own lock, one Write call per line.
+// I/O; sink writes are serialized, one Write call per line.
 type Log struct {
 	maxLine    int
 	membership map[string]map[string]int64
@@ -59,19 +76,15 @@ type Log struct {
 	size int
 	next int
 
-	sinkMu  sync.Mutex
-	sink    io.Writer // nil = none
-	closed  bool
-	partial bool // the last write was short: start the next one on a fresh line
+	sink *sink // nil = none
 
-	added, rejected, idsReplaced, evidenceDiscarded     atomic.Uint64
-	sinkLines, sinkOversize, sinkErrors, sinkAfterClose atomic.Uint64
+	added, rejected, idsReplaced, evidenceDiscarded, oversize atomic.Uint64
 }
 
 // New returns a Log keeping the ringSize most recent records (1..MaxRingSize) and,
 // when sink is not nil, writing each record as one JSON line to it (the server passes
-// a file opened for append). The Log does not own the sink: the caller closes it after
-// Close. Errors wrap ErrConfig or ErrInvalidEvidence.
+// a file opened for append, with WithAsyncSink). The Log does not own the sink: the
+// caller closes it after Close. Errors wrap ErrConfig or ErrInvalidEvidence.
 func New(ringSize int, sink io.Writer, opts ...Option) (*Log, error) {
 	o := options{maxLine: ident.MaxLineBytes}
 	for _, opt := range opts {
@@ -83,17 +96,23 @@ func New(ringSize int, sink io.Writer, opts ...Option) (*Log, error) {
 	if o.maxLine < ident.MinLineBytes || o.maxLine > ident.MaxLineBytes {
 		return nil, fmt.Errorf("%w: line bound must be %d-%d", ErrConfig, ident.MinLineBytes, ident.MaxLineBytes)
 	}
+	if o.queue < 0 || o.queue > MaxRingSize {
+		return nil, fmt.Errorf("%w: sink queue must be 1-%d lines", ErrConfig, MaxRingSize)
+	}
 	membership, err := copyMembership(o.membership)
 	if err != nil {
 		return nil, err
 	}
-	return &Log{
+	l := &Log{
 		maxLine:    o.maxLine,
 		membership: membership,
 		ring:       make([]Record, 0, min(ringSize, 1024)),
 		size:       ringSize,
-		sink:       sink,
-	}, nil
+	}
+	if sink != nil {
+		l.sink = newSink(sink, o.queue)
+	}
+	return l, nil
 }
 
 func copyMembership(tiers map[string]map[string]int64) (map[string]map[string]int64, error) {
@@ -163,34 +182,14 @@ func (l *Log) push(r Record) {
 	l.added.Add(1)
 }
 
-// write sends one newline-terminated line to the sink. A short write leaves a torn
-// line behind, so the next write starts with a newline to keep later lines whole.
+// write sends one newline-terminated line to the sink, unless it exceeds the line bound: a line is
+// dropped whole, never truncated mid-JSON.
 func (l *Log) write(line []byte) {
 	if len(line)-1 > l.maxLine {
-		l.sinkOversize.Add(1)
+		l.oversize.Add(1)
 		return
 	}
-	l.sinkMu.Lock()
-	defer l.sinkMu.Unlock()
-	if l.closed {
-		l.sinkAfterClose.Add(1)
-		return
-	}
-	if l.partial {
-		line = append([]byte{'\n'}, line...)
-	}
-	n, err := l.sink.Write(line)
-	switch {
-	case n == len(line):
-		l.partial = false
-	case n > 0:
-		l.partial = true
-	}
-	if err != nil || n != len(line) {
-		l.sinkErrors.Add(1)
-		return
-	}
-	l.sinkLines.Add(1)
+	l.sink.put(line)
 }
 
 // Recent returns copies of the n most recent records, oldest first and newest last;
@@ -220,48 +219,51 @@ func (l *Log) Recent(n int) []Record {
 // Stats returns the counters. Each is read atomically; together they are not one
 // snapshot.
 func (l *Log) Stats() Stats {
-	return Stats{
+	st := Stats{
 		Added:             l.added.Load(),
 		Rejected:          l.rejected.Load(),
 		IDsReplaced:       l.idsReplaced.Load(),
 		EvidenceDiscarded: l.evidenceDiscarded.Load(),
-		SinkLines:         l.sinkLines.Load(),
-		SinkOversize:      l.sinkOversize.Load(),
-		SinkErrors:        l.sinkErrors.Load(),
-		SinkAfterClose:    l.sinkAfterClose.Load(),
+		SinkOversize:      l.oversize.Load(),
+	}
+	if s := l.sink; s != nil {
+		st.SinkLines, st.SinkDropped, st.SinkErrors = s.lines.Load(), s.dropped.Load(), s.errors.Load()
+		st.SinkShortWrites, st.SinkAfterClose = s.short.Load(), s.afterClose.Load()
+	}
+	return st
+}
+
+// Start launches the writer goroutine of an asynchronous sink (see WithAsyncSink); it does nothing
+// for a synchronous sink or none, and nothing the second time. Lines added before Start wait in the
+// queue.
+func (l *Log) Start() {
+	if l.sink != nil {
+		l.sink.start()
 	}
 }
 
-// flusher is the buffering a sink may have (bufio.Writer has it).
-type flusher interface{ Flush() error }
-
-// Flush flushes the sink's own buffering when it has any (a Flush() error method);
-// lines are otherwise written as they are added. A failure is counted and returned.
+// Flush flushes a synchronous sink's own buffering when it has any (a Flush() error
+// method); lines are otherwise written as they are added. A failure is counted and
+// returned. An asynchronous sink is flushed by Close.
 func (l *Log) Flush() error {
-	l.sinkMu.Lock()
-	defer l.sinkMu.Unlock()
-	return l.flushLocked()
-}
-
-func (l *Log) flushLocked() error {
-	f, ok := l.sink.(flusher)
-	if !ok || l.closed {
+	if l.sink == nil {
 		return nil
 	}
-	if err := f.Flush(); err != nil {
-		l.sinkErrors.Add(1)
+	if err := l.sink.flush(); err != nil {
 		return fmt.Errorf("decisionlog: flush sink: %w", err)
 	}
 	return nil
 }
 
-// Close flushes the sink and stops writing to it, so the caller may close the file;
-// later records still reach the ring and are counted in Stats.SinkAfterClose. Close is
-// idempotent.
+// Close stops writing to the sink, after writing out every queued line and flushing,
+// so the caller may close the file; later records still reach the ring and are
+// counted in Stats.SinkAfterClose. Close is idempotent.
 func (l *Log) Close() error {
-	l.sinkMu.Lock()
-	defer l.sinkMu.Unlock()
-	err := l.flushLocked()
-	l.closed = true
-	return err
+	if l.sink == nil {
+		return nil
+	}
+	if err := l.sink.close(); err != nil {
+		return fmt.Errorf("decisionlog: flush sink: %w", err)
+	}
+	return nil
 }

@@ -265,3 +265,125 @@ func TestConcurrentAddAndRecent(t *testing.T) {
 	require.NoError(t, err, "concurrent writes never interleave within a line")
 	assert.Len(t, recs, writers*perWriter)
 }
+
+// blockingWriter holds every write until release is closed, so a test controls when the disk "stalls".
+type blockingWriter struct {
+	release chan struct{}
+	entered chan struct{}
+	mu      sync.Mutex
+	buf     bytes.Buffer
+}
+
+func (w *blockingWriter) Write(p []byte) (int, error) {
+	select {
+	case w.entered <- struct{}{}:
+	default:
+	}
+	<-w.release
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.Write(p)
+}
+
+func TestAsyncSinkNeverBlocksAddAndDropsPastItsQueue(t *testing.T) {
+	w := &blockingWriter{release: make(chan struct{}), entered: make(chan struct{}, 1)}
+	l, err := New(64, w, WithAsyncSink(2))
+	require.NoError(t, err)
+	l.Start()
+	require.NoError(t, l.Add(numbered(0)))
+	<-w.entered // the writer holds line 0 on the stalled disk; the queue is empty again
+	for i := 1; i <= 5; i++ {
+		require.NoError(t, l.Add(numbered(i)), "Add returns while the disk is stalled")
+	}
+	st := l.Stats()
+	assert.Equal(t, uint64(3), st.SinkDropped, "lines 3-5 overflow the two-line queue")
+	assert.Equal(t, uint64(6), st.Added, "the ring keeps every record")
+	close(w.release)
+	require.NoError(t, l.Close())
+	recs, err := ReadJSONL(bytes.NewReader(w.buf.Bytes()), 10)
+	require.NoError(t, err)
+	ids := make([]string, len(recs))
+	for i, r := range recs {
+		ids[i] = r.RequestID
+	}
+	assert.Equal(t, []string{"req-0", "req-1", "req-2"}, ids, "in order, the queued lines written out by Close")
+	assert.Equal(t, uint64(3), l.Stats().SinkLines)
+}
+
+func TestAsyncSinkNeverStartedIsWrittenOutByClose(t *testing.T) {
+	var buf bytes.Buffer
+	l, err := New(8, &buf, WithAsyncSink(0))
+	require.NoError(t, err)
+	require.NoError(t, l.Add(numbered(1)))
+	require.NoError(t, l.Add(numbered(2)))
+	assert.Zero(t, buf.Len(), "nothing is written before Start")
+	require.NoError(t, l.Close())
+	recs, err := ReadJSONL(&buf, 10)
+	require.NoError(t, err)
+	assert.Len(t, recs, 2)
+	require.NoError(t, l.Add(numbered(3)))
+	assert.Equal(t, uint64(1), l.Stats().SinkAfterClose)
+	l.Start() // after Close: nothing to start
+	require.NoError(t, l.Close(), "idempotent")
+}
+
+func TestAsyncSinkKeepsLinesWholeAfterShortWrites(t *testing.T) {
+	w := &flakyWriter{fail: map[int]int{2: 0, 3: 10}}
+	l, err := New(8, w, WithAsyncSink(16))
+	require.NoError(t, err)
+	l.Start()
+	for i := range 5 {
+		require.NoError(t, l.Add(numbered(i)))
+	}
+	require.NoError(t, l.Close())
+	st := l.Stats()
+	assert.Equal(t, uint64(2), st.SinkErrors)
+	assert.Equal(t, uint64(1), st.SinkShortWrites)
+	assert.Equal(t, uint64(3), st.SinkLines)
+	lines := strings.Split(strings.TrimSuffix(w.buf.String(), "\n"), "\n")
+	require.Len(t, lines, 4, "the torn write stays on its own line")
+	for _, i := range []int{0, 2, 3} {
+		_, err := ReadJSONL(strings.NewReader(lines[i]+"\n"), 1)
+		assert.NoError(t, err, "line %d", i)
+	}
+}
+
+func TestAsyncSinkStatsWhileRunning(t *testing.T) {
+	var buf lockedBuffer
+	l, err := New(64, &buf, WithAsyncSink(1024))
+	require.NoError(t, err)
+	l.Start()
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 100 {
+				assert.NoError(t, l.Add(numbered(w*100+i)))
+				_ = l.Stats() // read while the writer runs: -race proves the counters are safe
+			}
+		})
+	}
+	wg.Wait()
+	require.NoError(t, l.Close())
+	st := l.Stats()
+	assert.Equal(t, uint64(400), st.SinkLines+st.SinkDropped)
+	recs, err := ReadJSONL(bytes.NewReader(buf.bytes()), 1000)
+	require.NoError(t, err)
+	assert.Len(t, recs, int(st.SinkLines))
+}
+
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) bytes() []byte {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]byte(nil), b.buf.Bytes()...)
+}

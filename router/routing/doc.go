@@ -1,5 +1,19 @@
-// Package routing turns one parsed request into one admitted lease: it resolves the alias to a tier,
-// applies the request-wide gates, takes the latest completed readiness and pressure snapshots without
-// waiting on I/O, and calls admission exactly once. The server and the simulator share it, so the
-// simulator exercises the real gates and the real admission path.
+// Package routing is the walk of one request between the front door and the relay, shared by the
+// server and the simulator so that both run the same code.
+//
+// A request's walk is an Attempt: Begin; Resolve (alias to one tier, then every request-wide gate);
+// Admit (the latest completed readiness and pressure snapshots, never waiting on I/O, then exactly
+// one atomic admission call that reserves tier and member together); Relayed (how the one upstream
+// attempt ended, classified by decisionlog.Terminal); Finish (release the lease exactly once, store
+// the one decision record). The server adds HTTP around it, the simulator virtual time; neither
+// builds a decision record or maps an outcome itself.
+//
+// Reading guide:
+//
+//   - walk.go: Attempt.
+//   - router.go: Router (aliases, admission, the snapshot sources, the decision log), Resolve, admit.
+//   - plan.go: the one place a config becomes admission specs, pressure specs and the decision log's
+//     membership.
+//   - request.go, gates.go: the request parser (decode once, measure the prompt conservatively) and
+//     the gates.
 package routing

@@ -6,6 +6,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -25,52 +26,32 @@ type PressureSource interface {
 // ErrUnknownAlias is returned for a model name that no alias declares.
 var ErrUnknownAlias = errors.New("the requested model does not exist")
 
-// Router resolves aliases and admits requests. It holds no per-request state; it is safe for concurrent
-// use because admission is.
+// Router resolves aliases, admits requests and records them: it holds the walk's parts (the config's
+// aliases, admission, the snapshot sources and the decision log) and no per-request state. It is safe
+// for concurrent use because admission and the decision log are.
 type Router struct {
 	cfg       config.Config
 	aliases   map[string]config.Tier // built once: resolving never copies config
 	admission *admission.Set
 	ready     ReadinessSource
 	pressure  PressureSource
+	log       *decisionlog.Log
 }
 
-// New builds a router over an admission set created from the same config (see Specs). pressure may be
-// nil when no tier uses the capacity strategy, or before telemetry exists: capacity then works on local
-// load alone.
-func New(cfg config.Config, adm *admission.Set, ready ReadinessSource, pressure PressureSource) (*Router, error) {
-	for _, t := range cfg.Tiers() {
-		if _, ok := adm.Tier(t.ID); !ok {
-			return nil, fmt.Errorf("routing: admission has no tier %q", t.ID)
-		}
+// New builds a router for cfg: admission from AdmissionSpecs, the readiness source, the pressure
+// source (nil when no tier uses the capacity strategy, or before telemetry exists: capacity then
+// works on local load alone) and the decision log every finished Attempt is recorded in (nil: none).
+func New(cfg config.Config, ready ReadinessSource, pressure PressureSource, log *decisionlog.Log) (*Router, error) {
+	adm, err := admission.New(AdmissionSpecs(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("routing: admission: %w", err)
 	}
 	aliases := make(map[string]config.Tier)
 	for _, a := range cfg.Aliases() {
 		t, _ := cfg.Tier(a.Tier)
 		aliases[a.ID] = t
 	}
-	return &Router{cfg: cfg, aliases: aliases, admission: adm, ready: ready, pressure: pressure}, nil
-}
-
-// Specs converts the config's tiers to admission specifications: the one place where configured ceilings
-// and strategies become admission's.
-func Specs(cfg config.Config) []admission.TierSpec {
-	tiers := cfg.Tiers()
-	out := make([]admission.TierSpec, 0, len(tiers))
-	for _, t := range tiers {
-		spec := admission.TierSpec{ID: t.ID, Kind: admission.KindDirect, MaxConcurrency: t.MaxConcurrency}
-		if t.Kind == config.KindReplica {
-			spec.Kind = admission.KindReplica
-			if t.Strategy == config.StrategyCapacity {
-				spec.Strategy = admission.StrategyCapacity
-			}
-			for _, m := range t.Members {
-				spec.Members = append(spec.Members, admission.MemberSpec{ID: m.ID, MaxConcurrency: m.MaxConcurrency})
-			}
-		}
-		out = append(out, spec)
-	}
-	return out
+	return &Router{cfg: cfg, aliases: aliases, admission: adm, ready: ready, pressure: pressure, log: log}, nil
 }
 
 // Resolve maps the request's alias to its tier and applies every request-wide gate. It reserves nothing.
@@ -96,9 +77,9 @@ type Target struct {
 	BaseURL string
 }
 
-// Admit takes the tier's completed snapshots once and asks admission once. On success the caller owns
+// admit takes the tier's completed snapshots once and asks admission once. On success the caller owns
 // the lease and must release it exactly once; on failure nothing is reserved.
-func (r *Router) Admit(tier config.Tier) (*admission.Lease, Target, error) {
+func (r *Router) admit(tier config.Tier) (*admission.Lease, Target, error) {
 	adm, ok := r.admission.Tier(tier.ID)
 	if !ok {
 		return nil, Target{}, admission.ErrUnknownTier
@@ -131,3 +112,6 @@ func (r *Router) Admit(tier config.Tier) (*admission.Lease, Target, error) {
 
 // Admission returns the admission set, for operator surfaces.
 func (r *Router) Admission() *admission.Set { return r.admission }
+
+// Decisions returns the decision log (nil when none).
+func (r *Router) Decisions() *decisionlog.Log { return r.log }

@@ -92,10 +92,7 @@ func (s *Server) apply(ctx context.Context, t *admission.TierAdmission, req Tran
 		}
 		ctx, cancel := context.WithTimeout(ctx, wait)
 		defer cancel()
-		if member {
-			return t.DrainMember(ctx, req.Member)
-		}
-		return t.Drain(ctx)
+		return drain(ctx, t, req.Member)
 	case "readmit":
 		if !member {
 			return t.Readmit()

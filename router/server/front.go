@@ -10,32 +10,23 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
-// proxy returns the handler of one OpenAI endpoint: the whole walk of one request.
+// proxy returns the handler of one OpenAI endpoint. The walk itself is routing's Attempt; the handler
+// adds HTTP: the body, the error answers and the one relay attempt. Finish runs in the one defer, so
+// the lease is released and the request recorded on every path, panics included.
 func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		rec := decisionlog.Record{RequestID: requestID(c), Start: s.now(), Outcome: decisionlog.OutcomeRefused}
-		defer func() {
-			rec.Duration = s.now().Sub(rec.Start)
-			if rec.Status == 0 {
-				rec.Status = c.Writer.Status()
-			}
-			s.record(c, rec)
-		}()
+		at := s.router.Begin(requestID(c), s.now())
+		defer s.finish(c, &at)
 
 		req, ok := s.parse(c, ep)
 		if !ok {
 			return
 		}
-		tier, err := s.router.Resolve(req)
-		if tier.ID != "" {
-			rec.Alias, rec.Tier = req.Model, tier.ID
-			rec.Route, rec.Strategy = route(tier)
-		}
+		tier, err := at.Resolve(req)
 		if err != nil {
 			abort(c, requestError(err))
 			return
@@ -45,28 +36,32 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, errInternal)
 			return
 		}
-
-		lease, target, err := s.router.Admit(tier)
+		target, err := at.Admit(tier)
 		if err != nil {
-			rec.Outcome = decisionlog.OutcomeNotAdmitted
 			abort(c, admissionError(err))
 			return
 		}
-		// The handler owns the lease: this one defer releases it on every path, panics included.
-		defer lease.Release()
-		rec.Member = target.Member
-		if d, ok := lease.Decision(); ok {
-			rec.ReplicaScheduler = &d
-		}
-
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
-			RequestID: rec.RequestID, APIKey: tier.APIKey.Reveal(),
+			RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
-		rec.Outcome = decisionlog.Outcome(res.Outcome)
-		rec.Attempts, rec.Status, rec.FirstByte = res.Attempts, res.Status, res.FirstByte
+		at.Relayed(res.Outcome, res.Status, res.FirstByte)
 		c.Abort() // the relay wrote the response
 	}
+}
+
+// finish ends the walk and writes one access-log line. Neither carries bodies, prompts, URLs or
+// credentials: the record's fields are IDs, enums and numbers.
+func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
+	rec, err := at.Finish(s.now(), c.Writer.Status())
+	if err != nil {
+		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
+	}
+	s.log.Info("request",
+		"request_id", rec.RequestID, "path", c.FullPath(), "status", rec.Status,
+		"alias", rec.Alias, "tier", rec.Tier, "member", rec.Member,
+		"outcome", string(rec.Outcome), "attempts", rec.Attempts,
+		"duration_ms", rec.Duration.Milliseconds())
 }
 
 // parse bounds and decodes the body once.
@@ -87,29 +82,6 @@ func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bo
 		return routing.Request{}, false
 	}
 	return req, true
-}
-
-func route(t config.Tier) (decisionlog.Route, decisionlog.Strategy) {
-	if t.Kind == config.KindDirect {
-		return decisionlog.RouteDirect, decisionlog.StrategyNone
-	}
-	if t.Strategy == config.StrategyCapacity {
-		return decisionlog.RouteReplica, decisionlog.StrategyCapacity
-	}
-	return decisionlog.RouteReplica, decisionlog.StrategyRoundRobin
-}
-
-// record stores the decision and writes one access-log line. Neither carries bodies, prompts, URLs or
-// credentials: the record's fields are IDs, enums and numbers.
-func (s *Server) record(c *gin.Context, rec decisionlog.Record) {
-	if err := s.decisions.Add(rec); err != nil {
-		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
-	}
-	s.log.Info("request",
-		"request_id", rec.RequestID, "path", c.FullPath(), "status", rec.Status,
-		"alias", rec.Alias, "tier", rec.Tier, "member", rec.Member,
-		"outcome", string(rec.Outcome), "attempts", rec.Attempts,
-		"duration_ms", rec.Duration.Milliseconds())
 }
 
 // models lists the aliases, in OpenAI's shape: callers name aliases, never tiers or members.

@@ -147,6 +147,7 @@ func startRouter(t *testing.T, yaml string) *router {
 	require.NoError(t, err)
 	srv, err := server.New(cfg, server.Options{})
 	require.NoError(t, err)
+	srv.Start()
 	srv.ProbeNow(context.Background())
 	r := &router{srv: srv, done: make(chan string, 1024)}
 	h := srv.Handler()

@@ -40,6 +40,7 @@ type matrixCase struct {
 	status  int // expected client status (0 = not checked: the client left)
 	outcome decisionlog.Outcome
 	code    string // the router's fixed error code in the body, when the router wrote the error
+	tokens  int    // max_tokens of the request (0 = 16)
 }
 
 type cancelPoint int
@@ -68,8 +69,10 @@ func matrixCases() []matrixCase {
 			status: 504, outcome: decisionlog.OutcomeUpstreamTimeout, code: "upstream_timeout"},
 		{name: "client cancels before first byte", stream: true, faults: fakevllm.Faults{StepTimeMultiplier: 1000},
 			cancel: cancelBeforeFirstByte, outcome: decisionlog.OutcomeClientCanceled},
+		// 500 tokens at 115 ms a step: the stream cannot finish before the disconnect reaches the relay,
+		// however loaded the machine.
 		{name: "client disconnects mid-stream", stream: true, faults: fakevllm.Faults{StepTimeMultiplier: 20},
-			cancel: cancelAfterFirstEvent, outcome: decisionlog.OutcomeClientCanceled},
+			cancel: cancelAfterFirstEvent, outcome: decisionlog.OutcomeClientCanceled, tokens: 500},
 		{name: "engine dead answers 503", faults: fakevllm.Faults{EngineDead: true},
 			status: 503, outcome: decisionlog.OutcomeUpstreamHTTPError},
 		{name: "upstream closes before first byte", faults: fakevllm.Faults{StepTimeMultiplier: 1000},
@@ -99,7 +102,11 @@ func runMatrixCase(t *testing.T, strategy string, d dialect, c matrixCase) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 
-	resp, err := postRaw(ctx, r, d.path, d.body(16, c.stream), c.cancel, ms, cancel)
+	tokens := c.tokens
+	if tokens == 0 {
+		tokens = 16
+	}
+	resp, err := postRaw(ctx, r, d.path, d.body(tokens, c.stream), c.cancel, ms, cancel)
 	switch c.cancel {
 	case cancelBeforeFirstByte:
 		// Before the first token. A Responses stream commits its headers at once (vLLM sends

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -30,7 +29,8 @@ import (
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
-// Server is one router instance. Create it with New, run it with Serve or Run.
+// Server is one router instance. Create it with New, run it with Serve (or Start and Handler), stop
+// it with Close.
 type Server struct {
 	cfg       config.Config
 	log       *slog.Logger
@@ -39,7 +39,7 @@ type Server struct {
 	pressure  *scrape.Cache // nil when no tier uses the capacity strategy: no telemetry goroutines at all
 	relay     *relay.Relay
 	decisions *decisionlog.Log
-	sink      *fileSink // the JSONL sink, owned here; nil when none
+	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	engine    *gin.Engine
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
@@ -51,37 +51,35 @@ type Options struct {
 	Logger *slog.Logger // nil = discard
 }
 
-// New wires a server from a validated config. It opens the decision sink but starts nothing.
+// New wires a server from a validated config. It opens the decision log's file but starts nothing:
+// Start (or Serve) starts the background work, Close stops it.
 func New(cfg config.Config, opts Options) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	adm, err := admission.New(routing.Specs(cfg))
-	if err != nil {
-		return nil, fmt.Errorf("server: admission: %w", err)
-	}
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout)}
 	prober := readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout)
 	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now()}
+	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
-	if specs := pressureSpecs(cfg); len(specs) > 0 {
+	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
 		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{}); err != nil {
 			return nil, fmt.Errorf("server: pressure cache: %w", err)
 		}
 		source = s.pressure
 	}
-	if s.router, err = routing.New(cfg, adm, prober.State(), source); err != nil {
+	if s.decisions, s.sinkFile, err = openDecisions(cfg); err != nil {
 		s.closePressure()
+		return nil, err
+	}
+	if s.router, err = routing.New(cfg, prober.State(), source, s.decisions); err != nil {
+		_ = s.Close()
 		return nil, err
 	}
 	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
 		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
-	if s.decisions, s.sink, err = openDecisions(cfg); err != nil {
-		s.closePressure()
-		return nil, err
-	}
 	s.engine = s.routes()
 	return s, nil
 }
@@ -104,23 +102,6 @@ func targets(cfg config.Config) []readiness.Target {
 	return out
 }
 
-// pressureSpecs registers every capacity tier's members with the pressure cache; the member ceiling is
-// the scheduler capacity that request pressure is normalized against.
-func pressureSpecs(cfg config.Config) []pressure.TierSpec {
-	var out []pressure.TierSpec
-	for _, t := range cfg.Tiers() {
-		if t.Strategy != config.StrategyCapacity {
-			continue
-		}
-		spec := pressure.TierSpec{ID: t.ID, ServedModel: t.ServedModel}
-		for _, m := range t.Members {
-			spec.Members = append(spec.Members, pressure.MemberSpec{ID: m.ID, Endpoint: m.Endpoint, Capacity: m.MaxConcurrency})
-		}
-		out = append(out, spec)
-	}
-	return out
-}
-
 func (s *Server) closePressure() {
 	if s.pressure != nil {
 		s.pressure.Close()
@@ -136,58 +117,28 @@ func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
 	return s.pressure.Peek(tier)
 }
 
-// fileSink is the decision log's file behind its write queue.
-type fileSink struct {
-	file  *os.File
-	queue *asyncSink
-}
-
-// Close writes out the queue, then closes the file. Safe to call more than once.
-func (f *fileSink) Close() error {
-	f.queue.Close()
-	if err := f.file.Close(); err != nil && !errors.Is(err, os.ErrClosed) {
-		return err
-	}
-	return nil
-}
-
-// openDecisions builds the decision log and its optional append-only JSONL sink. Capacity evidence is
-// checked against configured membership and ceilings before it is stored.
-func openDecisions(cfg config.Config) (*decisionlog.Log, *fileSink, error) {
-	dl := cfg.DecisionLog()
-	membership := map[string]map[string]int64{}
-	for _, t := range cfg.Tiers() {
-		if t.Strategy != config.StrategyCapacity {
-			continue
-		}
-		m := map[string]int64{}
-		for _, mem := range t.Members {
-			m[mem.ID] = mem.MaxConcurrency
-		}
-		membership[t.ID] = m
-	}
-	opts := []decisionlog.Option{decisionlog.WithMembership(membership)}
-	if dl.MaxLineBytes > 0 {
-		opts = append(opts, decisionlog.WithMaxLineBytes(dl.MaxLineBytes))
-	}
-	var sink *fileSink
-	var w io.Writer
-	if dl.JSONLPath != "" {
-		f, err := os.OpenFile(dl.JSONLPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+// openDecisions builds the decision log the config describes, with its append-only JSONL file behind
+// an asynchronous, bounded queue when jsonl_path is set: a stalled disk then costs dropped (counted)
+// lines, never stalled requests. The file is opened here, the queue's writer starts with Start.
+func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
+	path := cfg.DecisionLog().JSONLPath
+	if path == "" {
+		log, err := routing.NewDecisionLog(cfg, nil)
 		if err != nil {
-			return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
+			return nil, nil, fmt.Errorf("server: decision log: %w", err)
 		}
-		sink = &fileSink{file: f, queue: newAsyncSink(f)}
-		w = sink.queue
+		return log, nil, nil
 	}
-	log, err := decisionlog.New(dl.RingSize, w, opts...)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		if sink != nil {
-			_ = sink.Close()
-		}
+		return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
+	}
+	log, err := routing.NewDecisionLog(cfg, f, decisionlog.WithAsyncSink(decisionlog.DefaultQueueLines))
+	if err != nil {
+		_ = f.Close()
 		return nil, nil, fmt.Errorf("server: decision log: %w", err)
 	}
-	return log, sink, nil
+	return log, f, nil
 }
 
 func (s *Server) routes() *gin.Engine {
@@ -256,12 +207,18 @@ func (s *Server) ProbeNow(ctx context.Context) {
 	s.probed.Store(true)
 }
 
+// Start starts the background work that needs no listener: the decision log's file writer. Serve
+// calls it; embedders that serve Handler themselves call it once. The readiness prober runs in Serve,
+// and the pressure cache starts its workers on first use.
+func (s *Server) Start() { s.decisions.Start() }
+
 // Serve runs the readiness prober and serves on ln until ctx is done, then shuts down gracefully: stop
 // accepting, let in-flight requests finish within the configured grace, flush the decision sink, stop
 // the background workers.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	workers, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
+	s.Start()
 	s.ProbeNow(ctx)
 	proberDone := make(chan struct{})
 	go func() {
@@ -335,17 +292,19 @@ func (s *Server) track(c *gin.Context) {
 	c.Next()
 }
 
-// Close stops the pressure workers, flushes and closes the decision sink. It is safe to call more
-// than once.
+// Close stops the pressure workers, writes out and closes the decision log's file. It is safe to call
+// more than once.
 func (s *Server) Close() error {
 	s.closePressure()
 	err := s.decisions.Close()
-	if s.sink != nil {
-		if cerr := s.sink.Close(); err == nil {
+	if s.sinkFile != nil {
+		if cerr := s.sinkFile.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr
 		}
-		if n, f := s.sink.queue.dropped.Load(), s.sink.queue.failed.Load(); n+f > 0 {
-			s.log.Warn("decision sink lost lines", "dropped", n, "write_errors", f)
+		st := s.decisions.Stats()
+		if lost := st.SinkDropped + st.SinkErrors + st.SinkAfterClose; lost > 0 {
+			s.log.Warn("decision sink lost lines", "dropped", st.SinkDropped, "write_errors", st.SinkErrors,
+				"after_close", st.SinkAfterClose)
 		}
 	}
 	return err

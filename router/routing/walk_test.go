@@ -1,0 +1,160 @@
+package routing
+
+import (
+	"bytes"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/decisionlog"
+)
+
+func ptr[T any](v T) *T { return &v }
+
+// walkConfig has a direct tier "hosted" (alias big, ceiling 1) and a capacity tier "pool" (alias chat,
+// members m0 and m1 with ceiling 1, an output gate of 100 tokens).
+func walkConfig(t *testing.T) config.Config {
+	t.Helper()
+	doc := config.Document{
+		Aliases: []config.AliasDoc{{ID: ptr("chat"), Tier: ptr("pool")}, {ID: ptr("big"), Tier: ptr("hosted")}},
+		Tiers: []config.TierDoc{
+			{ID: ptr("pool"), Kind: ptr("replica"), ServedModel: ptr("m"), Host: ptr("127.0.0.1"),
+				Provenance: ptr("test"), ReplicaStrategy: ptr("capacity"),
+				Gates: &config.GatesDoc{MaxContextTokens: ptr(int64(4096)), MaxOutputTokens: ptr(int64(100))},
+				Members: []config.MemberDoc{
+					{ID: ptr("m0"), Endpoint: ptr("http://127.0.0.1:9001"), MaxConcurrency: ptr(int64(1))},
+					{ID: ptr("m1"), Endpoint: ptr("http://127.0.0.1:9002"), MaxConcurrency: ptr(int64(1))},
+				}},
+			{ID: ptr("hosted"), Kind: ptr("direct"), ServedModel: ptr("gpt"), Endpoint: ptr("https://api.example.com/v1"),
+				Gates:          &config.GatesDoc{MaxContextTokens: ptr(int64(4096))},
+				MaxConcurrency: ptr(int64(1))},
+		},
+	}
+	env := func(k string) (string, bool) { return "caller-token-aaaaaaaaaaaa", k == config.EnvAPIToken }
+	cfg, err := config.Build(doc, config.Sources{LookupEnv: env})
+	require.NoError(t, err)
+	return cfg
+}
+
+type readyAll struct{}
+
+func (readyAll) Snapshot(string) map[string]bool { return map[string]bool{"m0": true, "m1": true} }
+
+var t0 = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func newWalk(t *testing.T) (*Router, *bytes.Buffer) {
+	t.Helper()
+	cfg := walkConfig(t)
+	var sink bytes.Buffer
+	log, err := NewDecisionLog(cfg, &sink)
+	require.NoError(t, err)
+	r, err := New(cfg, readyAll{}, nil, log)
+	require.NoError(t, err)
+	return r, &sink
+}
+
+func chat(model string, maxTokens int64) Request {
+	return Request{Endpoint: ChatCompletions, Model: model, PromptTokens: 10, MaxOutput: maxTokens}
+}
+
+func TestWalkRecordsEveryEnding(t *testing.T) {
+	r, sink := newWalk(t)
+
+	// An unknown alias: refused, no tier, nothing reserved.
+	at := r.Begin("req-1", t0)
+	_, err := at.Resolve(chat("nope", 1))
+	require.ErrorIs(t, err, ErrUnknownAlias)
+	rec, err := at.Finish(t0.Add(time.Millisecond), 404)
+	require.NoError(t, err)
+	assert.Equal(t, decisionlog.Record{RequestID: "req-1", Outcome: decisionlog.OutcomeRefused, Status: 404,
+		Start: t0, Duration: time.Millisecond}, rec)
+
+	// A gate refusal is recorded against the resolved tier.
+	at = r.Begin("req-2", t0)
+	_, err = at.Resolve(chat("chat", 101))
+	require.ErrorIs(t, err, ErrOutputExceeded)
+	rec, err = at.Finish(t0, 400)
+	require.NoError(t, err)
+	assert.Equal(t, "pool", rec.Tier)
+	assert.Equal(t, decisionlog.RouteReplica, rec.Route)
+	assert.Equal(t, decisionlog.StrategyCapacity, rec.Strategy)
+	assert.Equal(t, decisionlog.OutcomeRefused, rec.Outcome)
+
+	// Admitted and relayed: the member and the scheduler's decision are recorded, the lease released once.
+	at = r.Begin("req-3", t0)
+	tier, err := at.Resolve(chat("chat", 5))
+	require.NoError(t, err)
+	target, err := at.Admit(tier)
+	require.NoError(t, err)
+	assert.Equal(t, "m0", target.Member)
+	assert.Equal(t, "http://127.0.0.1:9001", target.BaseURL)
+	pool, _ := r.Admission().Tier("pool")
+	assert.Equal(t, int64(1), pool.Snapshot().Active)
+	outcome, status := decisionlog.Terminal(decisionlog.EndCut, 200)
+	at.Relayed(outcome, status, 3*time.Millisecond)
+	rec, err = at.Finish(t0.Add(time.Second), 0)
+	require.NoError(t, err)
+	assert.Equal(t, decisionlog.OutcomeStreamTruncated, rec.Outcome)
+	assert.Equal(t, 1, rec.Attempts)
+	assert.Equal(t, 200, rec.Status)
+	assert.Equal(t, "m0", rec.Member)
+	require.NotNil(t, rec.ReplicaScheduler)
+	sel, _ := rec.ReplicaScheduler.SelectedMemberID()
+	assert.Equal(t, "m0", sel)
+	s := pool.Snapshot()
+	assert.Zero(t, s.Active)
+	assert.Equal(t, uint64(1), s.Released)
+
+	again, err := at.Finish(t0.Add(time.Hour), 500)
+	require.NoError(t, err)
+	assert.Equal(t, rec, again, "a second Finish changes nothing")
+	assert.Zero(t, pool.Snapshot().ReleaseMisuse, "and releases nothing")
+
+	// Not admitted: the direct tier's ceiling of one is taken.
+	hold := r.Begin("req-4", t0)
+	hosted, err := hold.Resolve(chat("big", 1))
+	require.NoError(t, err)
+	_, err = hold.Admit(hosted)
+	require.NoError(t, err)
+	at = r.Begin("req-5", t0)
+	_, err = at.Resolve(chat("big", 1))
+	require.NoError(t, err)
+	_, err = at.Admit(hosted)
+	require.ErrorIs(t, err, admission.ErrExhausted)
+	rec, err = at.Finish(t0, 503)
+	require.NoError(t, err)
+	assert.Equal(t, decisionlog.OutcomeNotAdmitted, rec.Outcome)
+	assert.Equal(t, decisionlog.RouteDirect, rec.Route)
+	assert.Zero(t, rec.Attempts)
+	assert.Empty(t, rec.Member)
+	outcome, status = decisionlog.Terminal(decisionlog.EndComplete, 200)
+	hold.Relayed(outcome, status, time.Millisecond)
+	_, err = hold.Finish(t0, 0)
+	require.NoError(t, err)
+
+	stored, err := decisionlog.ReadJSONL(sink, 10)
+	require.NoError(t, err)
+	require.Len(t, stored, 5, "one record per walk, in finishing order")
+	ids := []string{"req-1", "req-2", "req-3", "req-5", "req-4"}
+	for i, rec := range stored {
+		assert.Equal(t, ids[i], rec.RequestID)
+	}
+}
+
+func TestPlanAgreesWithTheConfig(t *testing.T) {
+	cfg := walkConfig(t)
+	specs := AdmissionSpecs(cfg)
+	require.Len(t, specs, 2)
+	assert.Equal(t, admission.TierSpec{ID: "pool", Kind: admission.KindReplica, Strategy: admission.StrategyCapacity,
+		Members: []admission.MemberSpec{{ID: "m0", MaxConcurrency: 1}, {ID: "m1", MaxConcurrency: 1}}}, specs[0])
+	assert.Equal(t, admission.TierSpec{ID: "hosted", Kind: admission.KindDirect, MaxConcurrency: 1}, specs[1])
+	p := PressureSpecs(cfg)
+	require.Len(t, p, 1, "only capacity tiers are scraped")
+	assert.Equal(t, "pool", p[0].ID)
+	assert.Equal(t, int64(1), p[0].Members[1].Capacity)
+	assert.Equal(t, map[string]map[string]int64{"pool": {"m0": 1, "m1": 1}}, Membership(cfg))
+}
