@@ -3,21 +3,23 @@
 //
 // A request walks these packages in order:
 //
-//   - server: the gin engine. Authenticates the caller, bounds and parses the body once, applies the
-//     request-wide gates, and owns the lease for the whole response (one defer releases it).
-//   - routing: resolves the alias to one tier, takes the latest completed readiness and pressure
-//     snapshots (never waiting on I/O), and calls admission once.
+//   - server: the gin engine. Authenticates the caller, bounds and parses the body once, and runs the
+//     request's routing.Attempt, whose Finish (in the handler's one defer) releases the lease.
+//   - routing: the walk itself, shared with the simulator: resolves the alias to one tier, applies the
+//     gates, takes the latest completed readiness and pressure snapshots (never waiting on I/O), calls
+//     admission once, and finishes with one decision record.
 //   - admission: the only owner of counts, quiesce, drain and the rotating cursor. Under one tier lock it
 //     rechecks ceilings, ranks (capacity) or advances the cursor (round robin), and reserves tier and
 //     member together.
 //   - scheduler: the pure capacity scheduler: pressure normalization, candidates, scores, Rank.
-//   - relay: exactly one upstream attempt, ordinary or SSE, with its terminal outcome classified.
-//   - decisionlog: one bounded, metadata-only record per request.
+//   - relay: exactly one upstream attempt, ordinary or SSE; its ending is classified by
+//     decisionlog.Terminal.
+//   - decisionlog: outcomes, the terminal classification, one bounded, metadata-only record per request.
 //
-// Around that path: config (viper plus closed validation, the only viper user), readiness (member
-// served-model probes, core plus prober shell), pressure (vLLM /metrics adapter and the single-flight
-// cache), capacity (JSON and Prometheus projections), intent (persisted quiesce intent), manage and mcp
-// (the transition client for the CLI and the MCP tool).
+// Around that path: ident (the contract's grammars and bounds, a pure leaf), config (the validated
+// model) and config/load (YAML files and viper, the only viper user), readiness (member served-model
+// probes, core plus prober shell), pressure (the single-flight cache core) and pressure/scrape (its
+// HTTP shell and the vLLM /metrics parser).
 //
 // Pure cores take time as a value; shells own goroutines, clocks and I/O. The simulator drives the same
 // cores on virtual time.

@@ -2,11 +2,15 @@ package readiness
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -115,25 +119,134 @@ func TestSnapshotIsDetached(t *testing.T) {
 	assert.ErrorIs(t, s.Record("u", "a", Ready), ErrUnknownMember)
 }
 
-// A hung member is bounded by the probe timeout and does not delay its peer's verdict.
-func TestHungMemberIsBoundedAndIsolated(t *testing.T) {
-	hung, hungSrv := newMember(t, "llama")
-	hung.hang = make(chan struct{})
-	defer close(hung.hang)
-	_, okSrv := newMember(t, "llama")
-	targets := []Target{
-		{Tier: "t", Member: "a", BaseURL: hungSrv.URL, ServedModel: "llama"},
-		{Tier: "t", Member: "b", BaseURL: okSrv.URL, ServedModel: "llama"},
+// pipeNet is an in-memory network of real HTTP servers for tests inside a synctest bubble: every
+// connection is a net.Pipe, so a blocked read is durably blocked and fake time can advance past it.
+// Servers and client are real net/http; only the sockets are in memory.
+type pipeNet struct {
+	mu        sync.Mutex
+	listeners map[string]*pipeListener // by host:port
+	servers   []*http.Server
+	transport *http.Transport
+}
+
+func newPipeNet(t *testing.T) *pipeNet {
+	n := &pipeNet{listeners: map[string]*pipeListener{}}
+	n.transport = &http.Transport{DialContext: n.dial}
+	t.Cleanup(func() {
+		for _, srv := range n.servers {
+			_ = srv.Close()
+		}
+		n.transport.CloseIdleConnections()
+	})
+	return n
+}
+
+// serve starts a real HTTP server for h at addr ("member-a:80") and returns its base URL.
+func (n *pipeNet) serve(addr string, h http.Handler) string {
+	l := &pipeListener{addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
+	srv := &http.Server{Handler: h}
+	n.mu.Lock()
+	n.listeners[addr] = l
+	n.servers = append(n.servers, srv)
+	n.mu.Unlock()
+	go func() { _ = srv.Serve(l) }()
+	return "http://" + addr
+}
+
+func (n *pipeNet) client() *http.Client { return &http.Client{Transport: n.transport} }
+
+func (n *pipeNet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
+	n.mu.Lock()
+	l := n.listeners[addr]
+	n.mu.Unlock()
+	if l == nil {
+		return nil, &net.OpError{Op: "dial", Net: "pipe", Err: errors.New("connection refused")}
 	}
-	p := NewProber(http.DefaultClient, targets, time.Second, 50*time.Millisecond)
-	done := make(chan struct{})
-	go func() {
-		p.ProbeAll(context.Background())
-		close(done)
-	}()
-	<-done
-	assert.Equal(t, map[string]bool{"a": false, "b": true}, p.State().Snapshot("t"))
-	assert.Equal(t, Unreachable, p.State().Verdicts("t")[0].Verdict)
+	client, server := net.Pipe()
+	select {
+	case l.conns <- server:
+		return client, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+type pipeListener struct {
+	addr   string
+	conns  chan net.Conn
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *pipeListener) Accept() (net.Conn, error) {
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.closed:
+		return nil, net.ErrClosed
+	}
+}
+
+func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
+func (l *pipeListener) Addr() net.Addr { return pipeAddr(l.addr) }
+
+type pipeAddr string
+
+func (a pipeAddr) Network() string { return "pipe" }
+func (a pipeAddr) String() string  { return string(a) }
+
+// memberHandler answers /v1/models with model and /health with 200, or, when hang is set, holds
+// /health until the probe gives up.
+func memberHandler(model string, hang bool) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/v1/models":
+			_, _ = w.Write([]byte(`{"object":"list","data":[{"id":"` + model + `"}]}`))
+		case "/health":
+			if hang {
+				<-r.Context().Done()
+				return
+			}
+			w.WriteHeader(http.StatusOK)
+		default:
+			http.NotFound(w, r)
+		}
+	})
+}
+
+// TestHungMemberIsBoundedAndIsolated: a hung member's probe takes exactly the probe timeout, and its
+// peer's verdict is recorded at once, while the hung probe still waits. A prober that probed members
+// one after another would record the peer only after the timeout, and fail the first check.
+func TestHungMemberIsBoundedAndIsolated(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		pn := newPipeNet(t)
+		targets := []Target{
+			{Tier: "t", Member: "a", BaseURL: pn.serve("member-a:80", memberHandler("llama", true)), ServedModel: "llama"},
+			{Tier: "t", Member: "b", BaseURL: pn.serve("member-b:80", memberHandler("llama", false)), ServedModel: "llama"},
+		}
+		const timeout = 5 * time.Second
+		p := NewProber(pn.client(), targets, time.Hour, timeout)
+		start := time.Now()
+		done := make(chan struct{})
+		go func() {
+			p.ProbeAll(context.Background())
+			close(done)
+		}()
+		synctest.Wait() // everything that can happen without time passing has happened
+		assert.Equal(t, map[string]bool{"a": false, "b": true}, p.State().Snapshot("t"),
+			"the peer's verdict does not wait for the hung member")
+		assert.Equal(t, Unprobed, p.State().Verdicts("t")[0].Verdict, "the hung probe is still waiting")
+		select {
+		case <-done:
+			t.Fatal("the round ended before the hung probe's timeout")
+		default:
+		}
+		<-done
+		assert.Equal(t, timeout, time.Since(start), "the hung member costs exactly the probe timeout")
+		assert.Equal(t, Unreachable, p.State().Verdicts("t")[0].Verdict)
+	})
 }
 
 func TestOversizedModelsBodyIsNotTrusted(t *testing.T) {
@@ -149,22 +262,38 @@ func TestOversizedModelsBodyIsNotTrusted(t *testing.T) {
 	assert.Equal(t, WrongModel, p.Probe(context.Background(), p.targets[0]))
 }
 
+// TestRunStopsWithContext: the first round starts at once, the next after the interval, and once the
+// context ends Run returns and probes no more, however much time passes.
 func TestRunStopsWithContext(t *testing.T) {
-	probed := make(chan struct{}, 8)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/v1/models" {
-			_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
-			return
+	synctest.Test(t, func(t *testing.T) {
+		pn := newPipeNet(t)
+		var rounds atomic.Int32
+		url := pn.serve("member-a:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == "/v1/models" {
+				_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
+				return
+			}
+			rounds.Add(1)
+			w.WriteHeader(http.StatusOK)
+		}))
+		p := NewProber(pn.client(), []Target{{Tier: "t", Member: "a", BaseURL: url, ServedModel: "m"}}, time.Minute, time.Second)
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { p.Run(ctx); close(done) }()
+		synctest.Wait()
+		assert.Equal(t, int32(1), rounds.Load(), "the first round starts at once, not after an interval")
+		<-time.After(time.Minute) // fake time: one interval
+		synctest.Wait()
+		assert.Equal(t, int32(2), rounds.Load(), "the next round comes one interval later")
+		cancel()
+		synctest.Wait()
+		select {
+		case <-done:
+		default:
+			t.Fatal("Run did not return after its context ended")
 		}
-		w.WriteHeader(200)
-		probed <- struct{}{}
-	}))
-	defer srv.Close()
-	p := NewProber(http.DefaultClient, []Target{{Tier: "t", Member: "a", BaseURL: srv.URL, ServedModel: "m"}}, time.Hour, time.Second)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { p.Run(ctx); close(done) }()
-	<-probed // the first round starts at once, not after an interval
-	cancel()
-	<-done
+		<-time.After(time.Hour) // fake time
+		synctest.Wait()
+		assert.Equal(t, int32(2), rounds.Load(), "no round after the stop")
+	})
 }

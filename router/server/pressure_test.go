@@ -56,19 +56,35 @@ func nudge(t *testing.T, r *router) {
 	<-r.done
 }
 
-// untilPressure nudges the router until the cache's pressure for the tier satisfies ok. Each nudge is
-// a full routed round trip, so the loop paces itself on real work, never on a sleep.
+// untilPressure waits, by events, until the cache's pressure for the tier satisfies ok. A background
+// nudger keeps routed requests coming, so every refresh that falls due is scheduled by a snapshot; the
+// test wakes at each completed refresh and checks. The guard only turns a hang into a failure.
 func untilPressure(t *testing.T, r *router, ok func(map[string]scheduler.Pressure) bool) {
 	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				nudge(t, r)
+			}
+		}
+	}()
+	defer func() { close(stop); <-stopped }()
+	guard := time.After(30 * time.Second)
 	for {
+		refreshed := r.srv.PressureRefreshed() // taken before the read, so no refresh is missed
 		if p, err := r.srv.Pressure("replicas"); err == nil && ok(p) {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-refreshed:
+		case <-guard:
 			t.Fatal("the pressure cache never reached the expected state")
 		}
-		nudge(t, r)
 	}
 }
 

@@ -108,6 +108,15 @@ func (s *Server) closePressure() {
 	}
 }
 
+// PressureRefreshed returns a channel closed when the pressure cache next completes a refresh, or nil
+// when there is no cache (no capacity tier): for tests and surfaces that follow telemetry by events.
+func (s *Server) PressureRefreshed() <-chan struct{} {
+	if s.pressure == nil {
+		return nil
+	}
+	return s.pressure.Refreshed()
+}
+
 // Pressure reads the cached pressure of a capacity tier without scheduling collection, for operator
 // surfaces and tests.
 func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {

@@ -55,6 +55,7 @@ type Cache struct {
 	workers int                            // started so far, at most MaxWorkers
 	idle    int                            // workers waiting on work
 	cancels [MaxWorkers]context.CancelFunc // running fetch of each worker slot
+	done    chan struct{}                  // handed out by Refreshed, closed at the next completed refresh
 }
 
 // NewCache registers the capacity tiers (see pressure.NewCore) and returns a cache with no
@@ -113,6 +114,17 @@ func (c *Cache) Peek(tier string) (map[string]scheduler.Pressure, error) {
 	return c.core.Peek(tier, now)
 }
 
+// Refreshed returns a channel closed when the next refresh (of any member) completes, successful or
+// not. Take it before reading, then wait on it, to follow the telemetry without polling a clock.
+func (c *Cache) Refreshed() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.done == nil {
+		c.done = make(chan struct{})
+	}
+	return c.done
+}
+
 // Close stops the cache without waiting: queued refreshes are dropped, idle workers
 // wake and exit, running fetches are cancelled and their results ignored, and later
 // snapshots read unknown. It is idempotent.
@@ -164,6 +176,10 @@ func (c *Cache) worker(slot int) {
 		c.mu.Lock()
 		c.cancels[slot] = nil
 		c.core.CompletePrepared(job, done, prepared)
+		if c.done != nil {
+			close(c.done)
+			c.done = nil
+		}
 		c.mu.Unlock()
 	}
 }

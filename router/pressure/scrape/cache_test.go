@@ -385,3 +385,35 @@ func TestCacheCloseCancelsHonestCollectors(t *testing.T) {
 		assert.Zero(t, time.Since(start), "cancellation, not the timeout, ended the collections")
 	})
 }
+
+// TestRefreshedAnnouncesEachCompletion: the channel handed out by Refreshed closes when a refresh
+// completes, and not before; each completion closes the channel taken before it.
+func TestRefreshedAnnouncesEachCompletion(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		col := newCollector(false)
+		c := newCache(t, col)
+		defer c.Close()
+		first := c.Refreshed()
+		assert.Equal(t, first, c.Refreshed(), "one channel until the next completion")
+		snap(t, c, "chat")
+		calls := col.take()
+		require.Len(t, calls, 2)
+		select {
+		case <-first:
+			t.Fatal("announced before any refresh completed")
+		default:
+		}
+		calls[0].reply <- reply{busy, pressure.ClassOK}
+		synctest.Wait()
+		<-first // closed by the first completion
+		second := c.Refreshed()
+		select {
+		case <-second:
+			t.Fatal("the next channel is fresh")
+		default:
+		}
+		calls[1].reply <- reply{cl: pressure.ClassFailed}
+		synctest.Wait()
+		<-second
+	})
+}
