@@ -4,7 +4,8 @@
 //
 // Reading guide:
 //
-//   - server.go: Options, Server, NewServer, the routes, /v1/models, /health.
+//   - server.go: Options, Server, NewServer, the routes, /health.
+//   - models.go: the model names a member answers to and GET /v1/models.
 //   - driver.go: the real-time shell around the engine. One goroutine owns the
 //     engine; handlers talk to it over channels; a timer advances it at
 //     NextEventAt; events land in per-request tickets.
@@ -19,6 +20,24 @@
 //   - faults.go, faultstate.go, admin.go: seeded fault injection, settable by
 //     Options, a YAML/JSON file and /admin/faults.
 //   - cluster.go: several members in one process on loopback listeners.
+//
+// # Model names
+//
+// Which option lists what in /v1/models (vLLM's shape: every field present,
+// base entries first, then adapters):
+//
+//   - Options.Models (--model): served names of the one base model, like
+//     vLLM's --served-model-name. Each is a base entry (parent null,
+//     max_model_len set) with the same root, the first name. Responses report
+//     the first name whichever one was asked for, as vLLM does.
+//   - Options.LoRA (--lora): LoRA adapters, like vLLM's --lora-modules.
+//     Each entry has parent = the first served name, root = LoRARoot+name and
+//     max_model_len null. Requests may name an adapter; responses then report
+//     the adapter's name.
+//   - Options.ExtraModels (--extra-model): unrelated base models (root =
+//     their own name, parent null), for a member that lists a model other
+//     than the one it is meant to serve. Requests naming one are served by
+//     the same engine and report its name.
 //
 // Prompt tokens are estimated, not tokenized: see EstimateTextTokens.
 package fakevllm

@@ -65,9 +65,8 @@ func (s *Server) admit(c *gin.Context, ep endpoint) (genRequest, *apiError) {
 	if err != nil {
 		return genRequest{}, asAPIError(err)
 	}
-	if g.model != "" && !s.serves(g.model) {
-		return genRequest{}, &apiError{Status: http.StatusNotFound, Param: "model",
-			Message: "The model `" + truncateString(g.model, 256) + "` does not exist."}
+	if e := s.checkModel(g.model); e != nil {
+		return genRequest{}, e
 	}
 	return g, nil
 }
@@ -111,7 +110,7 @@ func submitError(err error) *apiError {
 }
 
 func (s *Server) newResponder(ep endpoint, g genRequest) responder {
-	rep := reply{created: time.Now().Unix(), model: s.opts.Models[0], g: g}
+	rep := reply{created: time.Now().Unix(), model: s.replyModel(g.model), g: g}
 	switch ep {
 	case endpointCompletions:
 		rep.id = "cmpl-" + s.newID()

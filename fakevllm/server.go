@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +23,6 @@ const VLLMVersion = "0.12.0"
 const (
 	DefaultMaxBodyBytes   = 8 << 20
 	DefaultNaturalStopMax = 256
-	MaxServedModels       = 16
-	maxModelNameLen       = 256
 )
 
 // ErrInvalidOptions is wrapped by every Options validation error.
@@ -33,10 +30,20 @@ var ErrInvalidOptions = errors.New("invalid fakevllm options")
 
 // Options configures one member.
 type Options struct {
-	// Models are the served model names (vLLM --served-model-name): /v1/models
-	// lists them, requests may name any of them, and the first one labels the
-	// metrics and responses. At least one is required.
+	// Models are the served model names (vLLM --served-model-name) of the one
+	// base model: /v1/models lists each as a base entry with the same root,
+	// requests may name any of them, and the first one labels the metrics and
+	// responses. At least one is required.
 	Models []string
+	// LoRA are LoRA adapter names, as vLLM's --lora-modules loads them:
+	// /v1/models lists each after the base models with parent = Models[0]
+	// and root = LoRARoot+name; requests may name one, and responses then
+	// carry the adapter's name.
+	LoRA []string
+	// ExtraModels are unrelated base models listed after Models (root = the
+	// name itself, no parent), as a server hosting a second model lists it.
+	// Requests naming one are served by the same engine and report its name.
+	ExtraModels []string
 	// Profile is the engine model; the zero value means engine.DefaultProfile().
 	Profile engine.Profile
 	// Seed feeds the engine's jitter, the fault draws and the response IDs.
@@ -56,20 +63,12 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if len(o.Models) == 0 || len(o.Models) > MaxServedModels {
-		return o, fmt.Errorf("%w: need 1 to %d served model names", ErrInvalidOptions, MaxServedModels)
-	}
-	seen := make(map[string]bool, len(o.Models))
-	for _, m := range o.Models {
-		if m == "" || len(m) > maxModelNameLen || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			return o, fmt.Errorf("%w: served model name %q must be 1-%d printable characters without spaces", ErrInvalidOptions, truncateString(m, 40), maxModelNameLen)
-		}
-		if seen[m] {
-			return o, fmt.Errorf("%w: served model name %q appears twice", ErrInvalidOptions, m)
-		}
-		seen[m] = true
+	if err := validateModelNames(o); err != nil {
+		return o, err
 	}
 	o.Models = append([]string(nil), o.Models...)
+	o.LoRA = append([]string(nil), o.LoRA...)
+	o.ExtraModels = append([]string(nil), o.ExtraModels...)
 	if o.Profile.Name == "" {
 		o.Profile = engine.DefaultProfile()
 	}
@@ -284,66 +283,6 @@ func (s *Server) isClosing() bool {
 	default:
 		return false
 	}
-}
-
-type modelList struct {
-	Object string      `json:"object"`
-	Data   []modelCard `json:"data"`
-}
-
-type modelCard struct {
-	ID          string            `json:"id"`
-	Object      string            `json:"object"`
-	Created     int64             `json:"created"`
-	OwnedBy     string            `json:"owned_by"`
-	Root        string            `json:"root"`
-	Parent      *string           `json:"parent"`
-	MaxModelLen int               `json:"max_model_len"`
-	Permission  []modelPermission `json:"permission"`
-}
-
-type modelPermission struct {
-	ID                 string  `json:"id"`
-	Object             string  `json:"object"`
-	Created            int64   `json:"created"`
-	AllowCreateEngine  bool    `json:"allow_create_engine"`
-	AllowSampling      bool    `json:"allow_sampling"`
-	AllowLogprobs      bool    `json:"allow_logprobs"`
-	AllowSearchIndices bool    `json:"allow_search_indices"`
-	AllowView          bool    `json:"allow_view"`
-	AllowFineTuning    bool    `json:"allow_fine_tuning"`
-	Organization       string  `json:"organization"`
-	Group              *string `json:"group"`
-	IsBlocking         bool    `json:"is_blocking"`
-}
-
-// listModels answers vLLM's shape; a member that is not ready serves none.
-func (s *Server) listModels(c *gin.Context) {
-	list := modelList{Object: "list", Data: []modelCard{}}
-	if s.ready() {
-		created := s.started.Unix()
-		for i, m := range s.opts.Models {
-			list.Data = append(list.Data, modelCard{
-				ID: m, Object: "model", Created: created, OwnedBy: "vllm", Root: s.opts.Models[0],
-				MaxModelLen: s.lim.maxModelLen,
-				Permission: []modelPermission{{
-					ID: fmt.Sprintf("modelperm-%016x", deriveSeed(s.opts.Seed, uint64(100+i))), Object: "model_permission",
-					Created: created, AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
-				}},
-			})
-		}
-	}
-	c.JSON(http.StatusOK, list)
-}
-
-// serves reports whether name is one of the served model names.
-func (s *Server) serves(name string) bool {
-	for _, m := range s.opts.Models {
-		if m == name {
-			return true
-		}
-	}
-	return false
 }
 
 // newID returns a deterministic 32-hex-digit identifier, unique per member.
