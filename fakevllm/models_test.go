@@ -104,6 +104,8 @@ func TestModelOptionsValidation(t *testing.T) {
 		"long extra model":                  {Options{Models: []string{"a"}, ExtraModels: []string{long}}, "extra model name"},
 		"too many adapters":                 {Options{Models: []string{"a"}, LoRA: many(MaxLoRAAdapters + 1)}, "at most 64 LoRA adapters"},
 		"too many extra models":             {Options{Models: []string{"a"}, ExtraModels: many(MaxExtraModels + 1)}, "at most 16 extra models"},
+		"negative audio bound":              {Options{Models: []string{"a"}, MaxAudioBytes: -1}, "must be positive"},
+		"huge audio bound":                  {Options{Models: []string{"a"}, MaxAudioBytes: 1 << 50}, "must be at most"},
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {

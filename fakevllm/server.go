@@ -23,6 +23,9 @@ const VLLMVersion = "0.12.0"
 const (
 	DefaultMaxBodyBytes   = 8 << 20
 	DefaultNaturalStopMax = 256
+	// DefaultMaxAudioBytes is vLLM's default bound of an uploaded audio file
+	// (VLLM_MAX_AUDIO_CLIP_FILESIZE_MB=25, counted in MiB).
+	DefaultMaxAudioBytes = 25 << 20
 )
 
 // ErrInvalidOptions is wrapped by every Options validation error.
@@ -53,8 +56,13 @@ type Options struct {
 	LegacyMetrics bool
 	// Faults are applied at start (slow start counts from NewServer).
 	Faults Faults
-	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	// MaxBodyBytes bounds a JSON request body (default DefaultMaxBodyBytes).
+	// An audio upload may be MaxAudioBytes + MaxBodyBytes long in total: the
+	// file plus this much for the other form fields and the framing.
 	MaxBodyBytes int64
+	// MaxAudioBytes bounds the file of a transcription or translation
+	// (default DefaultMaxAudioBytes).
+	MaxAudioBytes int64
 	// NaturalStopMax bounds the natural stop length of requests without
 	// ignore_eos (default DefaultNaturalStopMax).
 	NaturalStopMax int
@@ -81,8 +89,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.NaturalStopMax == 0 {
 		o.NaturalStopMax = DefaultNaturalStopMax
 	}
-	if o.MaxBodyBytes < 1 || o.NaturalStopMax < 1 {
-		return o, fmt.Errorf("%w: MaxBodyBytes and NaturalStopMax must be positive", ErrInvalidOptions)
+	if o.MaxAudioBytes == 0 {
+		o.MaxAudioBytes = DefaultMaxAudioBytes
+	}
+	if o.MaxBodyBytes < 1 || o.NaturalStopMax < 1 || o.MaxAudioBytes < 1 {
+		return o, fmt.Errorf("%w: MaxBodyBytes, MaxAudioBytes and NaturalStopMax must be positive", ErrInvalidOptions)
+	}
+	if o.MaxAudioBytes > maxAudioBytesLimit || o.MaxBodyBytes > maxAudioBytesLimit {
+		return o, fmt.Errorf("%w: MaxBodyBytes and MaxAudioBytes must be at most %d", ErrInvalidOptions, int64(maxAudioBytesLimit))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -168,7 +182,8 @@ func NewServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler is the member's HTTP surface: the OpenAI endpoints, /v1/models,
+// Handler is the member's HTTP surface: the OpenAI endpoints (text and
+// audio), /v1/models,
 // /health, /version, /metrics and /admin/faults.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -229,6 +244,9 @@ func (s *Server) routes() *gin.Engine {
 	r.POST("/v1/chat/completions", s.generate(endpointChat))
 	r.POST("/v1/completions", s.generate(endpointCompletions))
 	r.POST("/v1/responses", s.generate(endpointResponses))
+	r.POST("/v1/audio/transcriptions", s.transcribe(endpointTranscription))
+	r.POST("/v1/audio/translations", s.transcribe(endpointTranslation))
+	r.POST("/v1/audio/speech", s.speech)
 	r.GET("/v1/models", s.listModels)
 	r.GET("/health", s.health)
 	r.GET("/version", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"version": VLLMVersion}) })

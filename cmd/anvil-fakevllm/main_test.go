@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -75,9 +76,9 @@ func TestServeMembersAndGracefulStop(t *testing.T) {
 	assert.Equal(t, 0, <-code)
 }
 
-func TestServeAdaptersAndExtraModels(t *testing.T) {
+func TestServeAdaptersExtraModelsAndAudioLimit(t *testing.T) {
 	urls, cancel, code := startServe(t, 1, "--model", "m1", "--lora", "l1", "--lora", "l2,l3", "--extra-model", "other",
-		"--profile", "tiny")
+		"--profile", "tiny", "--max-audio-bytes", "1000")
 	resp, err := http.Get(urls[0] + "/v1/models")
 	require.NoError(t, err)
 	var list struct {
@@ -98,6 +99,20 @@ func TestServeAdaptersAndExtraModels(t *testing.T) {
 		got = append(got, c.ID+" "+c.Root+" "+parent)
 	}
 	assert.Equal(t, []string{"m1 m1 -", "other other -", "l1 /adapters/l1 m1", "l2 /adapters/l2 m1", "l3 /adapters/l3 m1"}, got)
+
+	var body bytes.Buffer
+	w := multipart.NewWriter(&body)
+	fw, err := w.CreateFormFile("file", "a.wav")
+	require.NoError(t, err)
+	_, err = fw.Write(make([]byte, 1001))
+	require.NoError(t, err)
+	require.NoError(t, w.Close())
+	resp, err = http.Post(urls[0]+"/v1/audio/transcriptions", w.FormDataContentType(), &body)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(b), `"param":"audio_filesize_mb"`)
 
 	cancel()
 	assert.Equal(t, 0, <-code)

@@ -36,6 +36,7 @@ type serveFlags struct {
 	faultsFile    string
 	seed          uint64
 	maxBodyBytes  int64
+	maxAudioBytes int64
 	verbose       bool
 	faults        faultFlags
 }
@@ -67,7 +68,8 @@ run time. SIGINT or SIGTERM shuts down gracefully.`,
 	fl.BoolVar(&f.legacyMetrics, "legacy-metrics", false, "emit vllm:gpu_cache_usage_perc instead of vllm:kv_cache_usage_perc")
 	fl.StringVar(&f.faultsFile, "faults", "", "fault configuration file (YAML or JSON)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of engine jitter, fault draws and response IDs")
-	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", fakevllm.DefaultMaxBodyBytes, "request body limit in bytes")
+	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", fakevllm.DefaultMaxBodyBytes, "JSON request body limit in bytes")
+	fl.Int64Var(&f.maxAudioBytes, "max-audio-bytes", fakevllm.DefaultMaxAudioBytes, "audio file limit of transcriptions and translations in bytes")
 	fl.BoolVar(&f.verbose, "verbose", false, "log at debug level")
 	f.faults.register(fl)
 	return cmd
@@ -125,7 +127,7 @@ func buildOptions(fl *pflag.FlagSet, f serveFlags, stderr io.Writer) (fakevllm.O
 	}
 	opts := fakevllm.Options{
 		Models: f.models, LoRA: f.lora, ExtraModels: f.extraModels, Profile: prof, Seed: f.seed, LegacyMetrics: f.legacyMetrics, Faults: faults,
-		MaxBodyBytes: f.maxBodyBytes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		MaxBodyBytes: f.maxBodyBytes, MaxAudioBytes: f.maxAudioBytes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if err := opts.Validate(); err != nil { // before binding any port
 		return fakevllm.Options{}, usageError{err}
