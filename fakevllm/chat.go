@@ -8,8 +8,10 @@ import (
 
 // responder renders one endpoint's answer, streamed or ordinary. A stream is
 // begin, then first when the first token exists, then one delta per batch of
-// new tokens (the last one with the finish), then end.
+// new tokens (the last one with the finish), then end. appendText is the
+// text of generated tokens [from, to).
 type responder interface {
+	appendText(dst []byte, from, to int) []byte
 	begin(sw *sseWriter) error
 	first(sw *sseWriter) error
 	delta(sw *sseWriter, text string, p progress) error
@@ -21,9 +23,12 @@ type responder interface {
 type reply struct {
 	id      string
 	created int64
-	model   string // the served model name vLLM reports: the first one
+	model   string // the model name vLLM reports (see Server.replyModel)
 	g       genRequest
 }
+
+// appendText is the text generation endpoints' filler words.
+func (r *reply) appendText(dst []byte, from, to int) []byte { return appendTokens(dst, from, to) }
 
 // usage is vLLM's UsageInfo, fields in vLLM's order.
 type usage struct {

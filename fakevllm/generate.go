@@ -26,36 +26,29 @@ func (s *Server) generate(ep endpoint) gin.HandlerFunc {
 			writeError(c.Writer, e)
 			return
 		}
-		t, err := s.drv.submit(g, g.stream)
-		if err != nil {
-			writeError(c.Writer, submitError(err))
-			return
-		}
-		r := s.newResponder(ep, g)
-		if g.stream {
-			s.stream(c, r, t)
-			return
-		}
-		s.ordinary(c, r, t)
+		s.run(c, g, s.newResponder(ep, g))
 	}
 }
 
-// admit applies the gates (closing, readiness, death, forced and random
-// errors) then reads and validates the body.
+// run submits an admitted request to the engine and answers it, streamed or
+// ordinary, as r renders it.
+func (s *Server) run(c *gin.Context, g genRequest, r responder) {
+	t, err := s.drv.submit(g, g.stream)
+	if err != nil {
+		writeError(c.Writer, submitError(err))
+		return
+	}
+	if g.stream {
+		s.stream(c, r, t)
+		return
+	}
+	s.ordinary(c, r, t)
+}
+
+// admit applies the gates, then reads and validates the body.
 func (s *Server) admit(c *gin.Context, ep endpoint) (genRequest, *apiError) {
-	switch {
-	case s.isClosing():
-		return genRequest{}, &apiError{Status: http.StatusServiceUnavailable, Message: "server is shutting down"}
-	case !s.ready():
-		return genRequest{}, &apiError{Status: http.StatusServiceUnavailable, Message: "model is still loading"}
-	case s.faults.dead():
-		return genRequest{}, &apiError{Status: http.StatusServiceUnavailable, Message: errEngineDead.Error()}
-	}
-	if e := forcedError(c.GetHeader(ErrorHeader)); e != nil {
+	if e := s.gate(c); e != nil {
 		return genRequest{}, e
-	}
-	if status := s.faults.drawHTTPError(); status != 0 {
-		return genRequest{}, &apiError{Status: status, Message: "injected fault: HTTP " + strconv.Itoa(status)}
 	}
 	body, e := s.readBody(c)
 	if e != nil {
@@ -65,11 +58,31 @@ func (s *Server) admit(c *gin.Context, ep endpoint) (genRequest, *apiError) {
 	if err != nil {
 		return genRequest{}, asAPIError(err)
 	}
-	if g.model != "" && !s.serves(g.model) {
-		return genRequest{}, &apiError{Status: http.StatusNotFound, Param: "model",
-			Message: "The model `" + truncateString(g.model, 256) + "` does not exist."}
+	if e := s.checkModel(g.model); e != nil {
+		return genRequest{}, e
 	}
 	return g, nil
+}
+
+// gate is what every engine request (text or audio) passes before its body
+// is read: closing, readiness, engine death, then the forced and the random
+// HTTP error faults.
+func (s *Server) gate(c *gin.Context) *apiError {
+	switch {
+	case s.isClosing():
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "server is shutting down"}
+	case !s.ready():
+		return &apiError{Status: http.StatusServiceUnavailable, Message: "model is still loading"}
+	case s.faults.dead():
+		return &apiError{Status: http.StatusServiceUnavailable, Message: errEngineDead.Error()}
+	}
+	if e := forcedError(c.GetHeader(ErrorHeader)); e != nil {
+		return e
+	}
+	if status := s.faults.drawHTTPError(); status != 0 {
+		return &apiError{Status: status, Message: "injected fault: HTTP " + strconv.Itoa(status)}
+	}
+	return nil
 }
 
 // forcedError parses the X-Fake-Error header ("" = none).
@@ -111,7 +124,7 @@ func submitError(err error) *apiError {
 }
 
 func (s *Server) newResponder(ep endpoint, g genRequest) responder {
-	rep := reply{created: time.Now().Unix(), model: s.opts.Models[0], g: g}
+	rep := reply{created: time.Now().Unix(), model: s.replyModel(g.model), g: g}
 	switch ep {
 	case endpointCompletions:
 		rep.id = "cmpl-" + s.newID()
@@ -189,7 +202,7 @@ func (st *streamState) emit(p progress) error {
 		// chunk, not in an empty delta of its own.
 		return nil
 	}
-	st.text = appendTokens(st.text[:0], st.sentText, vis)
+	st.text = st.r.appendText(st.text[:0], st.sentText, vis)
 	if err := st.r.delta(st.sw, string(st.text), p); err != nil {
 		return err
 	}
@@ -207,7 +220,7 @@ func (s *Server) ordinary(c *gin.Context, r responder, t *ticket) {
 			return
 		}
 		if p.finished {
-			body, err := json.Marshal(r.body(string(appendTokens(nil, 0, visibleTokens(p))), p))
+			body, err := json.Marshal(r.body(string(r.appendText(nil, 0, visibleTokens(p))), p))
 			if err != nil {
 				writeError(c.Writer, asAPIError(err))
 				return

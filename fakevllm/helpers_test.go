@@ -230,3 +230,13 @@ func chatReq(content string, maxTokens int, extra string) string {
 	}
 	return s + "}"
 }
+
+// errorJSON is the exact error body the fake answers with.
+func errorJSON(status int, param, msg string) string {
+	d := errorDetail{Message: msg, Type: errorType(status), Code: status}
+	if param != "" {
+		d.Param = &param
+	}
+	b, _ := json.Marshal(errorBody{Error: d})
+	return string(b)
+}

@@ -16,6 +16,9 @@ const (
 	endpointChat endpoint = iota + 1
 	endpointCompletions
 	endpointResponses
+	endpointTranscription
+	endpointTranslation
+	endpointSpeech
 )
 
 // limits are what request validation needs from the server's configuration.

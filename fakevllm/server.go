@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -24,8 +23,9 @@ const VLLMVersion = "0.12.0"
 const (
 	DefaultMaxBodyBytes   = 8 << 20
 	DefaultNaturalStopMax = 256
-	MaxServedModels       = 16
-	maxModelNameLen       = 256
+	// DefaultMaxAudioBytes is vLLM's default bound of an uploaded audio file
+	// (VLLM_MAX_AUDIO_CLIP_FILESIZE_MB=25, counted in MiB).
+	DefaultMaxAudioBytes = 25 << 20
 )
 
 // ErrInvalidOptions is wrapped by every Options validation error.
@@ -33,10 +33,20 @@ var ErrInvalidOptions = errors.New("invalid fakevllm options")
 
 // Options configures one member.
 type Options struct {
-	// Models are the served model names (vLLM --served-model-name): /v1/models
-	// lists them, requests may name any of them, and the first one labels the
-	// metrics and responses. At least one is required.
+	// Models are the served model names (vLLM --served-model-name) of the one
+	// base model: /v1/models lists each as a base entry with the same root,
+	// requests may name any of them, and the first one labels the metrics and
+	// responses. At least one is required.
 	Models []string
+	// LoRA are LoRA adapter names, as vLLM's --lora-modules loads them:
+	// /v1/models lists each after the base models with parent = Models[0]
+	// and root = LoRARoot+name; requests may name one, and responses then
+	// carry the adapter's name.
+	LoRA []string
+	// ExtraModels are unrelated base models listed after Models (root = the
+	// name itself, no parent), as a server hosting a second model lists it.
+	// Requests naming one are served by the same engine and report its name.
+	ExtraModels []string
 	// Profile is the engine model; the zero value means engine.DefaultProfile().
 	Profile engine.Profile
 	// Seed feeds the engine's jitter, the fault draws and the response IDs.
@@ -46,8 +56,13 @@ type Options struct {
 	LegacyMetrics bool
 	// Faults are applied at start (slow start counts from NewServer).
 	Faults Faults
-	// MaxBodyBytes bounds a request body (default DefaultMaxBodyBytes).
+	// MaxBodyBytes bounds a JSON request body (default DefaultMaxBodyBytes).
+	// An audio upload may be MaxAudioBytes + MaxBodyBytes long in total: the
+	// file plus this much for the other form fields and the framing.
 	MaxBodyBytes int64
+	// MaxAudioBytes bounds the file of a transcription or translation
+	// (default DefaultMaxAudioBytes).
+	MaxAudioBytes int64
 	// NaturalStopMax bounds the natural stop length of requests without
 	// ignore_eos (default DefaultNaturalStopMax).
 	NaturalStopMax int
@@ -56,20 +71,12 @@ type Options struct {
 }
 
 func (o Options) withDefaults() (Options, error) {
-	if len(o.Models) == 0 || len(o.Models) > MaxServedModels {
-		return o, fmt.Errorf("%w: need 1 to %d served model names", ErrInvalidOptions, MaxServedModels)
-	}
-	seen := make(map[string]bool, len(o.Models))
-	for _, m := range o.Models {
-		if m == "" || len(m) > maxModelNameLen || strings.ContainsFunc(m, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
-			return o, fmt.Errorf("%w: served model name %q must be 1-%d printable characters without spaces", ErrInvalidOptions, truncateString(m, 40), maxModelNameLen)
-		}
-		if seen[m] {
-			return o, fmt.Errorf("%w: served model name %q appears twice", ErrInvalidOptions, m)
-		}
-		seen[m] = true
+	if err := validateModelNames(o); err != nil {
+		return o, err
 	}
 	o.Models = append([]string(nil), o.Models...)
+	o.LoRA = append([]string(nil), o.LoRA...)
+	o.ExtraModels = append([]string(nil), o.ExtraModels...)
 	if o.Profile.Name == "" {
 		o.Profile = engine.DefaultProfile()
 	}
@@ -82,8 +89,14 @@ func (o Options) withDefaults() (Options, error) {
 	if o.NaturalStopMax == 0 {
 		o.NaturalStopMax = DefaultNaturalStopMax
 	}
-	if o.MaxBodyBytes < 1 || o.NaturalStopMax < 1 {
-		return o, fmt.Errorf("%w: MaxBodyBytes and NaturalStopMax must be positive", ErrInvalidOptions)
+	if o.MaxAudioBytes == 0 {
+		o.MaxAudioBytes = DefaultMaxAudioBytes
+	}
+	if o.MaxBodyBytes < 1 || o.NaturalStopMax < 1 || o.MaxAudioBytes < 1 {
+		return o, fmt.Errorf("%w: MaxBodyBytes, MaxAudioBytes and NaturalStopMax must be positive", ErrInvalidOptions)
+	}
+	if o.MaxAudioBytes > maxAudioBytesLimit || o.MaxBodyBytes > maxAudioBytesLimit {
+		return o, fmt.Errorf("%w: MaxBodyBytes and MaxAudioBytes must be at most %d", ErrInvalidOptions, int64(maxAudioBytesLimit))
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -169,7 +182,8 @@ func NewServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Handler is the member's HTTP surface: the OpenAI endpoints, /v1/models,
+// Handler is the member's HTTP surface: the OpenAI endpoints (text and
+// audio), /v1/models,
 // /health, /version, /metrics and /admin/faults.
 func (s *Server) Handler() http.Handler { return s.handler }
 
@@ -230,6 +244,9 @@ func (s *Server) routes() *gin.Engine {
 	r.POST("/v1/chat/completions", s.generate(endpointChat))
 	r.POST("/v1/completions", s.generate(endpointCompletions))
 	r.POST("/v1/responses", s.generate(endpointResponses))
+	r.POST("/v1/audio/transcriptions", s.transcribe(endpointTranscription))
+	r.POST("/v1/audio/translations", s.transcribe(endpointTranslation))
+	r.POST("/v1/audio/speech", s.speech)
 	r.GET("/v1/models", s.listModels)
 	r.GET("/health", s.health)
 	r.GET("/version", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"version": VLLMVersion}) })
@@ -284,66 +301,6 @@ func (s *Server) isClosing() bool {
 	default:
 		return false
 	}
-}
-
-type modelList struct {
-	Object string      `json:"object"`
-	Data   []modelCard `json:"data"`
-}
-
-type modelCard struct {
-	ID          string            `json:"id"`
-	Object      string            `json:"object"`
-	Created     int64             `json:"created"`
-	OwnedBy     string            `json:"owned_by"`
-	Root        string            `json:"root"`
-	Parent      *string           `json:"parent"`
-	MaxModelLen int               `json:"max_model_len"`
-	Permission  []modelPermission `json:"permission"`
-}
-
-type modelPermission struct {
-	ID                 string  `json:"id"`
-	Object             string  `json:"object"`
-	Created            int64   `json:"created"`
-	AllowCreateEngine  bool    `json:"allow_create_engine"`
-	AllowSampling      bool    `json:"allow_sampling"`
-	AllowLogprobs      bool    `json:"allow_logprobs"`
-	AllowSearchIndices bool    `json:"allow_search_indices"`
-	AllowView          bool    `json:"allow_view"`
-	AllowFineTuning    bool    `json:"allow_fine_tuning"`
-	Organization       string  `json:"organization"`
-	Group              *string `json:"group"`
-	IsBlocking         bool    `json:"is_blocking"`
-}
-
-// listModels answers vLLM's shape; a member that is not ready serves none.
-func (s *Server) listModels(c *gin.Context) {
-	list := modelList{Object: "list", Data: []modelCard{}}
-	if s.ready() {
-		created := s.started.Unix()
-		for i, m := range s.opts.Models {
-			list.Data = append(list.Data, modelCard{
-				ID: m, Object: "model", Created: created, OwnedBy: "vllm", Root: s.opts.Models[0],
-				MaxModelLen: s.lim.maxModelLen,
-				Permission: []modelPermission{{
-					ID: fmt.Sprintf("modelperm-%016x", deriveSeed(s.opts.Seed, uint64(100+i))), Object: "model_permission",
-					Created: created, AllowSampling: true, AllowLogprobs: true, AllowView: true, Organization: "*",
-				}},
-			})
-		}
-	}
-	c.JSON(http.StatusOK, list)
-}
-
-// serves reports whether name is one of the served model names.
-func (s *Server) serves(name string) bool {
-	for _, m := range s.opts.Models {
-		if m == name {
-			return true
-		}
-	}
-	return false
 }
 
 // newID returns a deterministic 32-hex-digit identifier, unique per member.

@@ -25,6 +25,8 @@ const shutdownGrace = 10 * time.Second
 
 type serveFlags struct {
 	models        []string
+	lora          []string
+	extraModels   []string
 	profile       string
 	profileFile   string
 	members       int
@@ -34,6 +36,7 @@ type serveFlags struct {
 	faultsFile    string
 	seed          uint64
 	maxBodyBytes  int64
+	maxAudioBytes int64
 	verbose       bool
 	faults        faultFlags
 }
@@ -55,6 +58,8 @@ run time. SIGINT or SIGTERM shuts down gracefully.`,
 	}
 	fl := cmd.Flags()
 	fl.StringSliceVar(&f.models, "model", nil, "served model name, required (repeat or comma-separate for several; the first labels metrics)")
+	fl.StringSliceVar(&f.lora, "lora", nil, "LoRA adapter name listed in /v1/models with the first served name as parent (repeatable)")
+	fl.StringSliceVar(&f.extraModels, "extra-model", nil, "unrelated base model also listed in /v1/models, root itself and no parent (repeatable)")
 	fl.StringVar(&f.profile, "profile", profile.Default, "embedded engine profile: "+strings.Join(profile.Names(), ", "))
 	fl.StringVar(&f.profileFile, "profile-file", "", "engine profile YAML file (instead of --profile)")
 	fl.IntVar(&f.members, "members", 1, "number of members, each with its own listener and engine")
@@ -63,7 +68,8 @@ run time. SIGINT or SIGTERM shuts down gracefully.`,
 	fl.BoolVar(&f.legacyMetrics, "legacy-metrics", false, "emit vllm:gpu_cache_usage_perc instead of vllm:kv_cache_usage_perc")
 	fl.StringVar(&f.faultsFile, "faults", "", "fault configuration file (YAML or JSON)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of engine jitter, fault draws and response IDs")
-	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", fakevllm.DefaultMaxBodyBytes, "request body limit in bytes")
+	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", fakevllm.DefaultMaxBodyBytes, "JSON request body limit in bytes")
+	fl.Int64Var(&f.maxAudioBytes, "max-audio-bytes", fakevllm.DefaultMaxAudioBytes, "audio file limit of transcriptions and translations in bytes")
 	fl.BoolVar(&f.verbose, "verbose", false, "log at debug level")
 	f.faults.register(fl)
 	return cmd
@@ -120,8 +126,8 @@ func buildOptions(fl *pflag.FlagSet, f serveFlags, stderr io.Writer) (fakevllm.O
 		level = slog.LevelDebug
 	}
 	opts := fakevllm.Options{
-		Models: f.models, Profile: prof, Seed: f.seed, LegacyMetrics: f.legacyMetrics, Faults: faults,
-		MaxBodyBytes: f.maxBodyBytes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Models: f.models, LoRA: f.lora, ExtraModels: f.extraModels, Profile: prof, Seed: f.seed, LegacyMetrics: f.legacyMetrics, Faults: faults,
+		MaxBodyBytes: f.maxBodyBytes, MaxAudioBytes: f.maxAudioBytes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if err := opts.Validate(); err != nil { // before binding any port
 		return fakevllm.Options{}, usageError{err}
