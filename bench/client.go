@@ -48,8 +48,13 @@ type Client struct {
 // NewClient returns a client for up to concurrency simultaneous requests with prompts of up to
 // maxPromptTokens.
 func NewClient(concurrency, maxPromptTokens int) *Client {
+	return newClient(concurrency, maxPromptTokens, (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+}
+
+// newClient is NewClient over the given dialer (tests dial in-memory pipes).
+func newClient(concurrency, maxPromptTokens int, dial func(ctx context.Context, network, addr string) (net.Conn, error)) *Client {
 	tr := &http.Transport{
-		DialContext:         (&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:         dial,
 		MaxIdleConnsPerHost: max(concurrency, 64),
 		IdleConnTimeout:     30 * time.Second, // below the servers' own, so they never close a conn being reused
 		DisableCompression:  true,
