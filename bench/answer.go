@@ -37,7 +37,8 @@ type answerParser struct {
 }
 
 // answerJSON is the union of the fields read from chat and completion chunks and bodies and from
-// Responses events and bodies.
+// Responses events and bodies. scanAnswer fills it exactly as encoding/json would decode into it
+// (the json tags and the custom types below are that contract), without reflection.
 type answerJSON struct {
 	Object   tag           `json:"object"`
 	Type     tag           `json:"type"`
@@ -82,7 +83,7 @@ func (u usageJSON) read() usage {
 
 func (p *answerParser) decode(data []byte) error {
 	p.doc = answerJSON{}
-	if err := json.Unmarshal(data, &p.doc); err != nil {
+	if err := scanAnswer(data, &p.doc); err != nil {
 		return errAnswer
 	}
 	if p.doc.Error {
