@@ -223,7 +223,7 @@ func TestErrorClassification(t *testing.T) {
 		{"invalid JSON body", false, json(200, `{"object":"chat.completion",`), Malformed, DetailJSON, 200},
 		{"wrong object in stream", true, stream(`data: {"object":"text_completion","choices":[{"text":"a"}]}`+"\n\n", doneFrame), Malformed, DetailJSON, 200},
 		{"invalid JSON frame", true, stream(chatChunk("a"), "data: {\"object\":\n\n"), Malformed, DetailJSON, 200},
-		{"content of the wrong type", true, stream(`data: {"object":"chat.completion.chunk","choices":[{"delta":{"content":7}}]}`+"\n\n"), Malformed, DetailJSON, 200},
+		{"content of the wrong type", true, stream(`data: {"object":"chat.completion.chunk","choices":[{"delta":{"content":7}}]}` + "\n\n"), Malformed, DetailJSON, 200},
 		{"unknown SSE field", true, stream("bogus: 1\n\n"), Malformed, DetailSSE, 200},
 		{"bare CR", true, stream("data: {}\r data: x\n\n"), Malformed, DetailSSE, 200},
 		{"error event", true, stream(chatChunk("a"), `data: {"error":{"message":"engine died"}}`+"\n\n"), Malformed, DetailStreamError, 200},

@@ -246,7 +246,7 @@ func TestShapesFollowRequestOrder(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			var n atomic.Int64
 			h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				okStream(time.Duration(n.Add(1)%5) * latency)(w, r)
+				okStream(time.Duration(n.Add(1)%5)*latency)(w, r)
 			})
 			runs = append(runs, runPlan(t, h, p).Records)
 		})
