@@ -144,6 +144,9 @@ func (f *loadFlags) apply(fl *pflag.FlagSet, p *bench.Plan) error {
 	if err != nil {
 		return usagef("--endpoint: %w", err)
 	}
+	if f.timeout <= 0 {
+		return usagef("--timeout must be positive")
+	}
 	p.Endpoint, p.IgnoreEOS, p.Warmup, p.Timeout = ep, f.ignoreEOS, f.warmup, f.timeout
 	if fl.Changed("requests") {
 		p.Requests = f.requests
