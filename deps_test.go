@@ -329,6 +329,11 @@ func TestPolicySelfCheck(t *testing.T) {
 		{"sim", "net/http"},
 		{"sim", modulePath + "/fakevllm"},
 		{"bench", modulePath + "/router/config"},
+		{"bench", modulePath + "/sim"},
+		{"bench", modulePath + "/fakevllm"},
+		{"bench", modulePath + "/fakevllm/engine"},
+		{"bench/x", modulePath + "/router/relay"},
+		{"cmd/anvil-bench", modulePath + "/fakevllm"},
 		{"fakevllm", modulePath + "/router/relay"},
 		{"router/routing", "github.com/gin-gonic/gin"},
 		{"router/server", "github.com/spf13/viper"},
@@ -349,6 +354,8 @@ func TestPolicySelfCheck(t *testing.T) {
 		{"sim", modulePath + "/fakevllm/engine"},
 		{"cmd/anvil-router", modulePath + "/fakevllm"},
 		{"fakevllm", "github.com/prometheus/client_golang/prometheus"},
+		{"bench", modulePath + "/scenarios"},
+		{"cmd/anvil-bench", modulePath + "/bench"},
 	}
 	for _, g := range good {
 		if msg := violation(g[0], g[1]); msg != "" {
