@@ -94,7 +94,7 @@ func parseNumber(s string) (float64, bool) {
 
 // DistString writes a distribution in ParseDist's syntax.
 func DistString(d scenarios.Dist) string {
-	g := func(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+	g := func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) } // plain decimals, as ParseDist reads them
 	switch d.Dist {
 	case scenarios.DistConstant:
 		return g(d.Value)
