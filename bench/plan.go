@@ -38,15 +38,18 @@ type Plan struct {
 	Seed     uint64
 	// Workload is the load, in the scenario schema: closed (clients, think, backoff) or open
 	// (process, rate, shape) loop, prompt and output lengths, the streaming share, cancellations.
-	Workload  scenarios.Workload
-	Endpoint  Endpoint
-	Requests  int           // measured requests; 0 = every arrival within Duration
-	Duration  time.Duration // the arrival window when Requests is 0
-	Warmup    int           // requests sent before the measurement and kept out of it
-	IgnoreEOS bool          // ask for exactly the drawn output length (vLLM's ignore_eos)
-	Timeout   time.Duration // per request, streaming included; 0 = DefaultTimeout
-	Stop      Stop
-	SLO       SLO
+	Workload scenarios.Workload
+	Endpoint Endpoint
+	Requests int           // measured requests; 0 = every arrival within Duration
+	Duration time.Duration // the arrival window when Requests is 0
+	Warmup   int           // requests sent before the measurement and kept out of it
+	// WarmupClients send the warm-up requests back to back; 0 means the closed loop's clients, or
+	// one for an open loop. Warming up as many connections as the run will hold takes as many.
+	WarmupClients int
+	IgnoreEOS     bool          // ask for exactly the drawn output length (vLLM's ignore_eos)
+	Timeout       time.Duration // per request, streaming included; 0 = DefaultTimeout
+	Stop          Stop
+	SLO           SLO
 }
 
 // Stop is the over-saturation stop: the run ends early, recording why, when the target cannot keep
@@ -96,6 +99,8 @@ func (p *Plan) Validate() error {
 		return fmt.Errorf("%w: give a request count or a duration, not both", ErrInvalid)
 	case p.Warmup < 0 || p.Warmup > MaxWarmup:
 		return fmt.Errorf("%w: warmup must be from 0 to %d requests", ErrInvalid, MaxWarmup)
+	case p.WarmupClients < 0 || p.WarmupClients > scenarios.MaxClients:
+		return fmt.Errorf("%w: warmup clients must be from 1 to %d", ErrInvalid, scenarios.MaxClients)
 	}
 	if p.Timeout == 0 {
 		p.Timeout = DefaultTimeout

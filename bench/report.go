@@ -339,6 +339,9 @@ func Describe(p *Plan) string {
 	}
 	if p.Warmup > 0 {
 		fmt.Fprintf(&b, "; %d warm-up", p.Warmup)
+		if p.WarmupClients > 0 {
+			fmt.Fprintf(&b, " from %d clients", p.WarmupClients)
+		}
 	}
 	s := b.String()
 	if len(s) > maxTextField {

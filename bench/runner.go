@@ -158,12 +158,15 @@ func trimSlash(u string) string {
 	return u
 }
 
-// warmup sends the warm-up requests: back to back from as many clients as the closed loop has
-// (one for an open loop), on shapes of their own.
+// warmup sends the warm-up requests: back to back from WarmupClients clients (by default as many
+// as the closed loop has, one for an open loop), on shapes of their own.
 func (r *runner) warmup(ctx context.Context) {
 	c := scenarios.Closed{Backoff: scenarios.DefaultBackoff, Clients: 1}
 	if wc := r.p.Workload.Closed; wc != nil {
 		c = scenarios.Closed{Backoff: wc.Backoff, Clients: wc.Clients}
+	}
+	if r.p.WarmupClients > 0 {
+		c.Clients = r.p.WarmupClients
 	}
 	ph := &phase{warm: true, shapes: newWarmupShapes(r.p.Workload, r.p.Seed), limit: r.p.Warmup, start: time.Now()}
 	r.closed(ctx, ph, &c, min(c.Clients, r.p.Warmup))

@@ -220,6 +220,21 @@ func TestWarmup(t *testing.T) {
 	})
 }
 
+// Warm-up clients send the warm-up at the concurrency asked for, so an open loop can warm as many
+// connections as it will hold.
+func TestWarmupClients(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p := openPlan(scenarios.ProcessConstant, 10, 0, 2)
+		p.Warmup, p.WarmupClients = 12, 6
+		res := runPlan(t, okStream(100*time.Millisecond), p)
+		require.Len(t, res.Records, 14)
+		assert.Equal(t, 6, res.MaxInFlight)
+		for _, r := range res.Records[:6] {
+			assert.Equal(t, time.Duration(0), r.Start, "six clients start together")
+		}
+	})
+}
+
 // The workload's own client cancellations end a request after its drawn delay.
 func TestScheduledCancel(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {

@@ -49,6 +49,10 @@ alternating which goes first when --routed-first is not given, and pools each ta
 			if err != nil {
 				return err
 			}
+			stopProfile, err := o.profile()
+			if err != nil {
+				return err
+			}
 			c := bench.NewClient(concurrency(&p), maxPrompt(&p))
 			defer c.Close()
 			var recs []bench.Record
@@ -62,6 +66,7 @@ alternating which goes first when --routed-first is not given, and pools each ta
 				for _, t := range order {
 					res, err := execute(cmd.Context(), c, p, t, round, cmd.ErrOrStderr(), o.noProgress)
 					if err != nil {
+						_ = stopProfile()
 						return err
 					}
 					c.Close() // each target starts on fresh connections
@@ -72,6 +77,9 @@ alternating which goes first when --routed-first is not given, and pools each ta
 				if cmd.Context().Err() != nil {
 					break
 				}
+			}
+			if err := stopProfile(); err != nil {
+				return err
 			}
 			di, ri := dt.Info(), rt.Info()
 			di.Stopped, ri.Stopped = joinStops(stops[targetDirect]), joinStops(stops[targetRouted])

@@ -31,6 +31,7 @@ type loadFlags struct {
 	requests     int
 	duration     time.Duration
 	warmup       int
+	warmupClient int
 	seed         uint64
 	ignoreEOS    bool
 	timeout      time.Duration
@@ -61,6 +62,7 @@ func (f *loadFlags) register(fl *pflag.FlagSet, defaultLabel string) {
 	fl.IntVar(&f.requests, "requests", 0, "measured requests to send (instead of --duration)")
 	fl.DurationVar(&f.duration, "duration", 0, "send arrivals for this long (instead of --requests)")
 	fl.IntVar(&f.warmup, "warmup", 0, "requests sent before the measurement and kept out of it")
+	fl.IntVar(&f.warmupClient, "warmup-clients", 0, "clients sending the warm-up requests back to back (default: --clients, or 1 for an open loop); as many as the run holds warms that many connections")
 	fl.Uint64Var(&f.seed, "seed", 0, "seed of the arrivals and shapes (default: the scenario's, else 1)")
 	fl.BoolVar(&f.ignoreEOS, "ignore-eos", true, "send ignore_eos so every answer has exactly the drawn output length (vLLM and the fake accept it)")
 	fl.DurationVar(&f.timeout, "timeout", bench.DefaultTimeout, "per-request timeout, streaming included")
@@ -147,7 +149,7 @@ func (f *loadFlags) apply(fl *pflag.FlagSet, p *bench.Plan) error {
 	if f.timeout <= 0 {
 		return usagef("--timeout must be positive")
 	}
-	p.Endpoint, p.IgnoreEOS, p.Warmup, p.Timeout = ep, f.ignoreEOS, f.warmup, f.timeout
+	p.Endpoint, p.IgnoreEOS, p.Warmup, p.WarmupClients, p.Timeout = ep, f.ignoreEOS, f.warmup, f.warmupClient, f.timeout
 	if fl.Changed("requests") {
 		p.Requests = f.requests
 		if p.Requests < 1 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 
 	"github.com/spf13/pflag"
 
@@ -16,6 +17,7 @@ import (
 // outputs are the files a run writes besides the terminal table.
 type outputs struct {
 	json, markdown, raw, plots, plotFormat string
+	cpuProfile                             string
 	noProgress                             bool
 }
 
@@ -25,6 +27,7 @@ func (o *outputs) register(fl *pflag.FlagSet, withRaw bool) {
 	if withRaw {
 		fl.StringVar(&o.raw, "raw", "", "write every request's raw record (per-chunk timestamps) as JSONL to this file")
 		fl.BoolVar(&o.noProgress, "no-progress", false, "never show the progress bar")
+		fl.StringVar(&o.cpuProfile, "cpuprofile", "", "write the bench's own CPU profile to this file (to check it is not the bottleneck)")
 	}
 	fl.StringVar(&o.plots, "plots", "", "write latency CDF plots into this directory")
 	fl.StringVar(&o.plotFormat, "plot-format", bench.FormatPNG, "plot format: png or svg")
@@ -35,7 +38,7 @@ func (o *outputs) check() error {
 	if o.plotFormat != bench.FormatPNG && o.plotFormat != bench.FormatSVG {
 		return usagef("--plot-format must be png or svg")
 	}
-	for _, f := range []string{o.json, o.markdown, o.raw} {
+	for _, f := range []string{o.json, o.markdown, o.raw, o.cpuProfile} {
 		if f == "" {
 			continue
 		}
@@ -44,6 +47,25 @@ func (o *outputs) check() error {
 		}
 	}
 	return nil
+}
+
+// profile starts the CPU profile when asked for; the returned function stops it.
+func (o *outputs) profile() (func() error, error) {
+	if o.cpuProfile == "" {
+		return func() error { return nil }, nil
+	}
+	f, err := os.Create(o.cpuProfile)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		return f.Close()
+	}, nil
 }
 
 // report is what a command prints and writes: a single result or a comparison.

@@ -57,9 +57,16 @@ func newRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			stopProfile, err := o.profile()
+			if err != nil {
+				return err
+			}
 			c := bench.NewClient(concurrency(&p), maxPrompt(&p))
 			defer c.Close()
 			res, err := execute(cmd.Context(), c, p, t, 0, cmd.ErrOrStderr(), o.noProgress)
+			if perr := stopProfile(); err == nil {
+				err = perr
+			}
 			if err != nil {
 				return err
 			}
