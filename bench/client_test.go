@@ -286,7 +286,7 @@ func TestCancellationCauses(t *testing.T) {
 	}
 	for _, tc := range cases {
 		for _, when := range []string{"before headers", "mid-stream"} {
-			t.Run(tc.detail.String()+"/"+when, func(t *testing.T) {
+			t.Run(string(tc.detail)+"/"+when, func(t *testing.T) {
 				synctest.Test(t, func(t *testing.T) {
 					c, base, stop := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 						_, _ = io.Copy(io.Discard, r.Body) // then the server notices the client leaving
@@ -353,11 +353,4 @@ func TestRequestOnTheWire(t *testing.T) {
 	assert.Equal(t, "text/event-stream", got.accept)
 	assert.JSONEq(t, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("x", 0)+string(newBodies(10).prose[:40])+`"}],"max_tokens":5,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, string(got.body))
 	assert.NotContains(t, string(got.body), "secret-token")
-}
-
-func (d Detail) String() string {
-	if d == DetailNone {
-		return "none"
-	}
-	return string(d)
 }

@@ -295,16 +295,16 @@ func (h *RawHeader) validate() error {
 		return errors.New("slo targets out of range")
 	case len(h.Targets) < 1 || len(h.Targets) > 2:
 		return errors.New("targets must list one or two targets")
+	case len(h.Targets) == 2 && (h.Targets[0].Name != "direct" || h.Targets[1].Name != "routed"):
+		return errors.New("a comparison's targets are direct, then routed")
 	}
 	if _, err := ParseEndpoint(h.Endpoint); err != nil {
 		return errors.New("endpoint must be chat, completions or responses")
 	}
-	for i, t := range h.Targets {
+	for _, t := range h.Targets {
 		switch {
 		case !labelPattern.MatchString(t.Name):
 			return errors.New("target name must be 1-64 characters [A-Za-z0-9._-]")
-		case i == 1 && t.Name == h.Targets[0].Name:
-			return errors.New("target names must differ")
 		case t.Model == "" || !printable(t.Model):
 			return fmt.Errorf("target model must be 1-%d printable characters", maxTextField)
 		case t.URLs < 1 || t.URLs > MaxURLs:

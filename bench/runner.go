@@ -58,7 +58,7 @@ type RunResult struct {
 	// Records holds the warm-up requests, then the measured ones, each in ID order.
 	Records     []Record
 	Stopped     string // why the run stopped early, "" when it ran to its end
-	MaxInFlight int
+	MaxInFlight int    // the most requests in flight at once, warm-up included
 }
 
 // sender sends one request and fills its record; *Client is the real one.

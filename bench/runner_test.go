@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net/http"
@@ -322,4 +323,16 @@ func TestRoundRobinOverURLs(t *testing.T) {
 			assert.Equal(t, int64(3), hits[i].Load())
 		}
 	})
+}
+
+// The progress bar starts and stops cleanly on any writer, whether the run is bounded by a count
+// or by time.
+func TestProgressStartsAndStops(t *testing.T) {
+	live := &Live{}
+	live.Done.Add(3)
+	for _, total := range []int64{10, 0} {
+		var out bytes.Buffer
+		p := StartProgress(&out, "label target", live, total, time.Second)
+		p.Stop()
+	}
 }

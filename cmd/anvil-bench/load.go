@@ -279,13 +279,13 @@ func maxPrompt(p *bench.Plan) int {
 	return int(d.Max)
 }
 
-// concurrency is how many requests a plan may have in flight at once, for sizing connection pools.
+// concurrency is how many connections a plan may want to keep idle between requests, for sizing
+// the connection pool: every closed-loop client's, every warm-up client's, or for an open loop the
+// in-flight bound (at least 1024; an open loop's concurrency is the target's to decide).
 func concurrency(p *bench.Plan) int {
+	n := p.WarmupClients
 	if c := p.Workload.Closed; c != nil {
-		return c.Clients
+		return max(n, c.Clients)
 	}
-	if p.Stop.MaxInFlight > 0 {
-		return p.Stop.MaxInFlight
-	}
-	return 1024
+	return max(n, p.Stop.MaxInFlight, 1024)
 }

@@ -160,6 +160,24 @@ func TestRunOutputsAndReport(t *testing.T) {
 	assert.Zero(t, *r.RequestGoodput)
 }
 
+// --scenario takes the load, seed, SLOs and label from the scenario; --requests shortens it.
+func TestRunScenario(t *testing.T) {
+	srv := openAI(t)
+	out := filepath.Join(t.TempDir(), "r.json")
+	code, stdout, stderr := runCLI(t, "run", "--scenario", "twenty-concurrent", "--requests", "30",
+		"--url", srv.URL, "--model", "chat", "--json", out)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "closed loop: 20 clients")
+	var r bench.Result
+	require.NoError(t, jsonUnmarshalFile(out, &r))
+	assert.Equal(t, "twenty-concurrent", r.Label)
+	assert.Equal(t, "twenty-concurrent", r.Scenario)
+	assert.Equal(t, uint64(20), r.Seed)
+	assert.Equal(t, "closed", r.Mode)
+	assert.Equal(t, 30, r.Requests)
+	assert.Equal(t, 30, r.Completed)
+}
+
 // A run that stops early still writes its report, and exits 1.
 func TestStoppedRunExitsOne(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
