@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ type phase struct {
 func run(ctx context.Context, s sender, p *Plan, t *Target, round int, live *Live) *RunResult {
 	r := &runner{p: p, t: t, s: s, round: round, live: live}
 	for _, u := range t.URLs {
-		r.urls = append(r.urls, trimSlash(u)+p.Endpoint.Path())
+		r.urls = append(r.urls, strings.TrimRight(u, "/")+p.Endpoint.Path())
 	}
 	if p.Stop.ErrorWindow > 0 {
 		r.window = make([]bool, p.Stop.ErrorWindow)
@@ -149,13 +150,6 @@ func run(ctx context.Context, s sender, p *Plan, t *Target, round int, live *Liv
 		return a.ID - b.ID
 	})
 	return &RunResult{Target: t.Info(), Records: r.recs, Stopped: r.stopped, MaxInFlight: r.maxInFlight}
-}
-
-func trimSlash(u string) string {
-	for len(u) > 0 && u[len(u)-1] == '/' {
-		u = u[:len(u)-1]
-	}
-	return u
 }
 
 // warmup sends the warm-up requests: back to back from WarmupClients clients (by default as many
