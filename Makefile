@@ -36,8 +36,13 @@ demo:
 sim:
 	$(GO) run ./cmd/anvil-sim run twenty-concurrent
 
+# bench runs the Go benchmarks, then a short anvil-bench compare on loopback (fake members directly
+# and behind the router); every report lands in bench/results/ (git-ignored).
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem $(PKGS)
+	@mkdir -p bench/results
+	@$(GO) test -run '^$$' -bench . -benchmem $(PKGS) > bench/results/go-bench.txt; status=$$?; \
+		cat bench/results/go-bench.txt; exit $$status
+	bench/demo-compare.sh
 
 clean:
 	rm -rf $(BIN)

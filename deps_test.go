@@ -129,6 +129,12 @@ func rules() []importRule {
 				l := local(dep)
 				return l != "" && under(l, "fakevllm") && l != "fakevllm/engine" && l != "fakevllm/profile"
 			}},
+		{why: "bench is a black-box HTTP client: no router code, simulator or fake beyond the pure cores of the scenarios",
+			subjects: []string{"bench", "scenarios"}, applies: underAny("bench"), transitive: true,
+			forbids: func(_, dep string) bool {
+				l := local(dep)
+				return l != "" && underAny("router", "sim", "fakevllm")(l) && !slices.Contains(pure, l) && l != "fakevllm/profile"
+			}},
 		{why: "fakevllm is scraped like vLLM; it never depends on the router",
 			subjects: []string{"fakevllm"}, applies: underAny("fakevllm"), transitive: true,
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "router") }},
@@ -478,6 +484,8 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"uninitialized package variable", "router/relay", `var planted int`, "planted has no initializer"},
 		{"router depends on the simulator", "router/relay", `import "github.com/anvil-llm/anvil/sim"; var _ = sim.Run`, "router/relay depends on github.com/anvil-llm/anvil/sim"},
 		{"gin outside the server", "router/routing", `import "github.com/gin-gonic/gin"; var _ = gin.New`, "gin appears only"},
+		{"bench depends on the relay", "bench", `import "github.com/anvil-llm/anvil/router/relay"; var _ = relay.New`, "bench is a black-box"},
+		{"bench depends on the simulator", "bench", `import "github.com/anvil-llm/anvil/sim"; var _ = sim.Run`, "bench is a black-box"},
 		{"fakevllm depends on the router", "fakevllm/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
 	}

@@ -10,8 +10,12 @@ import (
 	"github.com/anvil-llm/anvil/router/ident"
 )
 
-func (s *Scenario) validateWorkload() error {
-	w := &s.Workload
+func (s *Scenario) validateWorkload() error { return s.Workload.Validate() }
+
+// Validate applies the workload's defaults and checks it, exactly as Parse does for a scenario's
+// workload; errors name the field under "workload" and wrap ErrInvalid. It lets a load built
+// outside a scenario document (anvil-bench's flags) pass the same checks.
+func (w *Workload) Validate() error {
 	switch {
 	case (w.Closed == nil) == (w.Open == nil):
 		return invalid("workload", "needs exactly one of closed and open")

@@ -1,0 +1,138 @@
+package main
+
+import (
+	"context"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/anvil-llm/anvil/bench"
+)
+
+// targetFlags name one target on the command line.
+type targetFlags struct {
+	urls      []string
+	model     string
+	tokenFile string
+	tokenEnv  string
+}
+
+func (f *targetFlags) target(name, urlFlag, modelFlag string) (bench.Target, error) {
+	if len(f.urls) == 0 {
+		return bench.Target{}, usagef("--%s is required", urlFlag)
+	}
+	if f.model == "" {
+		return bench.Target{}, usagef("--%s is required", modelFlag)
+	}
+	tok, err := token(f.tokenFile, f.tokenEnv)
+	if err != nil {
+		return bench.Target{}, err
+	}
+	t := bench.Target{Name: name, URLs: f.urls, Model: f.model, Token: tok}
+	if err := t.Validate(); err != nil {
+		return bench.Target{}, usageError{err}
+	}
+	return t, nil
+}
+
+func newRun() *cobra.Command {
+	var lf loadFlags
+	var o outputs
+	var tf targetFlags
+	cmd := &cobra.Command{
+		Use:   "run --url URL --model M (--clients N | --rate R | --scenario S) [--requests N | --duration D]",
+		Short: "Send a load to one OpenAI-compatible URL and report vllm bench serve's figures",
+		Args:  noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			p, err := lf.plan(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			if err := o.check(); err != nil {
+				return err
+			}
+			t, err := tf.target("target", "url", "model")
+			if err != nil {
+				return err
+			}
+			stopProfile, err := o.profile()
+			if err != nil {
+				return err
+			}
+			c := bench.NewClient(concurrency(&p), maxPrompt(&p))
+			defer c.Close()
+			res, err := execute(cmd.Context(), c, p, t, 0, cmd.ErrOrStderr(), o.noProgress)
+			if perr := stopProfile(); err == nil {
+				err = perr
+			}
+			if err != nil {
+				return err
+			}
+			h := bench.Header(&p, []bench.TargetInfo{withStop(res)})
+			if err := o.write(cmd.OutOrStdout(), buildReport(h, res.Records), func(w io.Writer) error {
+				return bench.WriteRaw(w, h, res.Records)
+			}); err != nil {
+				return err
+			}
+			return stopped([]*bench.RunResult{res})
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringArrayVar(&tf.urls, "url", nil, "base URL of the target (repeat for client-side round robin over several)")
+	fl.StringVar(&tf.model, "model", "", "model name the requests carry")
+	fl.StringVar(&tf.tokenFile, "token-file", "", "read the bearer token from this file's first line")
+	fl.StringVar(&tf.tokenEnv, "token-env", "ANVIL_API_TOKEN", "read the bearer token from this environment variable (when no --token-file)")
+	lf.register(fl, "run")
+	o.register(fl, true)
+	return cmd
+}
+
+// execute runs one target with a progress bar on a terminal.
+func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target, round int, stderr io.Writer, noProgress bool) (*bench.RunResult, error) {
+	live := &bench.Live{}
+	var bar *bench.Progress
+	if f, ok := stderr.(*os.File); ok && !noProgress && isTerminal(f) {
+		total := int64(0)
+		if p.Requests > 0 {
+			total = int64(p.Requests + p.Warmup)
+		}
+		bar = bench.StartProgress(stderr, p.Label+" "+t.Name, live, total, p.Duration)
+	}
+	res, err := bench.Run(ctx, c, p, t, round, live)
+	if bar != nil {
+		bar.Stop()
+	}
+	if err != nil {
+		return nil, usageError{err}
+	}
+	return res, nil
+}
+
+func isTerminal(f *os.File) bool {
+	info, err := f.Stat()
+	return err == nil && info.Mode()&os.ModeCharDevice != 0
+}
+
+// withStop is the run's target info with why it stopped early, if it did.
+func withStop(res *bench.RunResult) bench.TargetInfo {
+	info := res.Target
+	info.Stopped = res.Stopped
+	return info
+}
+
+// joinStops merges the stop reasons of several rounds of one target.
+func joinStops(infos []bench.TargetInfo) string {
+	var reasons []string
+	for i, t := range infos {
+		if t.Stopped != "" {
+			reasons = append(reasons, "round "+itoa(i)+": "+t.Stopped)
+		}
+	}
+	s := strings.Join(reasons, "; ")
+	if len(s) > 512 {
+		s = s[:512]
+	}
+	return s
+}
