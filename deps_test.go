@@ -40,6 +40,9 @@ func loadPackages(t *testing.T) []*pkg {
 			if path != "." && (strings.HasPrefix(name, ".") || name == "testdata" || name == "bin") {
 				return filepath.SkipDir
 			}
+			if path != "." && isModuleRoot(path) {
+				return filepath.SkipDir // a nested module (deploy/) is another module, outside this policy
+			}
 			return nil
 		}
 		if !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
@@ -71,6 +74,13 @@ func loadPackages(t *testing.T) []*pkg {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].rel < out[j].rel })
 	return out
+}
+
+// isModuleRoot reports whether dir holds its own go.mod: the go command leaves such a directory out of
+// this module's ./..., and so does the policy walker.
+func isModuleRoot(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, "go.mod"))
+	return err == nil
 }
 
 func isStd(path string) bool {
@@ -108,6 +118,11 @@ func TestImportPolicy(t *testing.T) {
 	pkgs := loadPackages(t)
 	if len(pkgs) == 0 {
 		t.Fatal("no packages found: the policy test must see the module")
+	}
+	for _, p := range pkgs {
+		if under(p.rel, "deploy") {
+			t.Errorf("the walker entered the nested module at %s", p.rel)
+		}
 	}
 	for _, p := range pkgs {
 		for ip, files := range p.imports {
