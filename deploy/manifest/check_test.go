@@ -270,6 +270,13 @@ func TestPlantedErrorsFailExactlyTheirInvariant(t *testing.T) {
 				}
 			}
 		}, Service},
+		{"front Service selects a label the pods lack", func(s *Set) {
+			for _, v := range s.Services {
+				if v.Name == "anvil" {
+					v.Spec.Selector["anvil-serving"] = "yes"
+				}
+			}
+		}, Service},
 		{"no headless Service", func(s *Set) {
 			s.Services = slices.DeleteFunc(s.Services, func(v *corev1.Service) bool { return v.Spec.ClusterIP == corev1.ClusterIPNone })
 		}, Service},
