@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -224,9 +225,8 @@ func parseVLLM(ctr *corev1.Container) vllmArgs {
 	}
 	a.host, _ = flagValue(args, "--host")
 	if p, ok := flagValue(args, "--port"); ok {
-		var n int32
-		if _, err := fmt.Sscanf(p, "%d", &n); err == nil && fmt.Sprint(n) == p {
-			a.port, a.hasPort = n, true
+		if n, err := strconv.ParseUint(p, 10, 16); err == nil && n > 0 {
+			a.port, a.hasPort = int32(n), true
 		}
 	}
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {

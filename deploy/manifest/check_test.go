@@ -310,6 +310,9 @@ func TestPlantedServiceMonitorErrors(t *testing.T) {
 			delete(sm(s).Spec.Selector.MatchLabels, "app.kubernetes.io/component")
 		}, Monitor},
 		{"on a port the Service lacks", func(s *Set) { sm(s).Spec.Endpoints[0].Port = "metrics" }, Monitor},
+		// The admin token file off its Secret is the secrets invariant's finding, reported once.
+		{"admin token file off the Secret mount", editConfig("admin_token_file: /etc/anvil/secrets/admin/token",
+			"admin_token_file: /etc/anvil/admin-token"), Secrets},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -184,9 +184,7 @@ func (c *checker) secrets() {
 	if len(a.CallerTokens) > 0 || a.AdminToken != "" {
 		c.bad(Secrets, "the config holds tokens inline; use auth.caller_tokens_file and auth.admin_token_file")
 	}
-	if _, ok := c.secretFile("auth.caller_tokens_file", a.CallerTokensFile); !ok {
-		return
-	}
+	c.secretFile("auth.caller_tokens_file", a.CallerTokensFile)
 	if ref, ok := c.secretFile("auth.admin_token_file", a.AdminTokenFile); ok {
 		c.admin = ref
 	}

@@ -101,7 +101,8 @@ func (c *checker) monitors() {
 			if a := ep.Authorization; a != nil && (a.Type == "" || a.Type == "Bearer") {
 				ref = a.Credentials
 			}
-			if c.cfg != nil && (ref == nil || ref.Name != c.admin.name || ref.Key != c.admin.key) {
+			// Without a resolved admin token file the secrets invariant has already failed.
+			if c.admin.name != "" && (ref == nil || ref.Name != c.admin.name || ref.Key != c.admin.key) {
 				c.bad(Monitor, "ServiceMonitor %s does not present the admin token (Secret %s, key %s) as a bearer token", sm.Name, c.admin.name, c.admin.key)
 			}
 		}
