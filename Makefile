@@ -1,22 +1,51 @@
-# Anvil: one module, five binaries. `make demo` and `make test` are the README's Quick start.
+# Anvil: one module, five binaries, plus the deploy/ module (image builder, Kubernetes manifests).
+# `make demo` and `make test` are the README's Quick start; `make image` is docs/DEPLOYMENT.md's.
 GO      ?= go
 BIN     ?= bin
 PKGS    ?= ./...
 
-.PHONY: all build test vet lint fmtcheck race demo sim bench fuzz clean
+# VERSION and REVISION are linked into anvil-router (`anvil-router version`) and carried by the
+# image's OCI labels. VERSION is the nearest v* tag (without the v), else 0.0.0-dev; REVISION is the
+# commit, with -dirty when tracked files differ from it.
+VERSION  ?= $(or $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null | sed 's/^v//'),0.0.0-dev)
+REVISION ?= $(or $(shell git rev-parse HEAD 2>/dev/null),unknown)$(shell git diff --quiet HEAD -- 2>/dev/null || { git rev-parse HEAD >/dev/null 2>&1 && echo -dirty; })
+VERSION  := $(VERSION)
+REVISION := $(REVISION)
+LDFLAGS  := -X main.version=$(VERSION) -X main.revision=$(REVISION)
+
+# The image: a static binary for GOOS=linux, file times from the last commit (reproducible).
+IMAGE_DIR         ?= $(BIN)/image
+IMAGE_ARCH        ?= $(shell $(GO) env GOARCH)
+SOURCE_DATE_EPOCH ?= $(or $(shell git log -1 --format=%ct 2>/dev/null),0)
+SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
+CA_BUNDLE         ?= /etc/ssl/certs/ca-certificates.crt
+IMAGE_OUT         := $(abspath $(IMAGE_DIR))
+
+.PHONY: all build test vet lint fmtcheck race demo sim bench fuzz clean image deploytest deploylint
 
 all: build
 
 build:
-	$(GO) build -o $(BIN)/ ./cmd/...
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/ ./cmd/...
 
-# test is what CI runs: vet, staticcheck, gofmt, the race-enabled test suite, then the simulator gates.
-test: vet lint race simcheck
+# image builds the OCI layout and the docker-loadable tarball of anvil-router with no Docker daemon
+# and no registry: the deploy module's builder starts from an empty image.
+image:
+	mkdir -p $(IMAGE_OUT)
+	CGO_ENABLED=0 GOOS=linux GOARCH=$(IMAGE_ARCH) $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" \
+		-o $(IMAGE_OUT)/anvil-router ./cmd/anvil-router
+	cd deploy && $(GO) run ./cmd/anvil-image --binary $(IMAGE_OUT)/anvil-router --ca-bundle $(CA_BUNDLE) \
+		--version $(VERSION) --revision $(REVISION) --arch $(IMAGE_ARCH) --source-date-epoch $(SOURCE_DATE_EPOCH) \
+		--layout $(IMAGE_OUT)/oci --tarball $(IMAGE_OUT)/anvil-router.tar
+
+# test is what CI runs: vet, staticcheck, gofmt, the race-enabled test suite, the simulator gates,
+# then the deploy module (its own go.mod: the root's ./... does not reach it).
+test: vet lint race simcheck deploytest
 
 vet:
 	$(GO) vet $(PKGS)
 
-lint: fmtcheck
+lint: fmtcheck deploylint
 	$(GO) tool staticcheck $(PKGS)
 
 fmtcheck:
@@ -29,6 +58,12 @@ race:
 # simcheck runs every scenario's gates once the simulator exists.
 simcheck:
 	@if [ -d cmd/anvil-sim ]; then $(GO) run ./cmd/anvil-sim check scenarios/; fi
+
+deploylint:
+	cd deploy && $(GO) vet ./... && $(GO) tool staticcheck ./...
+
+deploytest:
+	cd deploy && $(GO) test -race -count=1 ./...
 
 demo:
 	$(GO) run ./cmd/anvil-router serve --demo --drive 48

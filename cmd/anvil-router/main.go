@@ -1,5 +1,5 @@
 // Command anvil-router is Anvil's production router: serve OpenAI traffic over direct and replica
-// tiers, check a config, summarize captured decision logs.
+// tiers, check a config, summarize captured decision logs, report its version.
 package main
 
 import (
@@ -49,6 +49,6 @@ func newRoot() *cobra.Command {
 		SilenceErrors: true,
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newServe(), newConfigCmd(), newDecisionsCmd())
+	root.AddCommand(newServe(), newConfigCmd(), newDecisionsCmd(), newVersion())
 	return root
 }
