@@ -270,7 +270,7 @@ func TestRoundRobinReadsNoPressure(t *testing.T) {
 }
 
 func TestRunRefusesWhatTheRouterRefuses(t *testing.T) {
-	// The tier ceiling exceeds the members' sum: config.Parse refuses it, so the sim does too.
+	// The tier ceiling exceeds the members' sum: the config model refuses it, so the sim does too.
 	sc := parse(t, `name: bad
 duration: 10s
 tier:
