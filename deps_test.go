@@ -32,7 +32,7 @@ const modulePath = "github.com/anvil-llm/anvil"
 
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
-var pure = []string{"router/ident", "router/scheduler", "fakevllm/engine", "sim/event"}
+var pure = []string{"router/ident", "router/scheduler", "router/health", "fakevllm/engine", "sim/event"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision

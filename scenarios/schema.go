@@ -20,7 +20,17 @@ type Scenario struct {
 	Telemetry  Telemetry `yaml:"telemetry"`
 	Events     []Event   `yaml:"events"`
 	SLO        SLO       `yaml:"slo"`
-	Expect     []Gate    `yaml:"expect"`
+	// Windows name spans of the run whose arrivals the report measures on their own
+	// (window.NAME.tier.success_rate, window.NAME.member.ID.share, ...), for gates on one phase.
+	Windows []Window `yaml:"windows"`
+	Expect  []Gate   `yaml:"expect"`
+}
+
+// Window is a named span [From, Until) of arrival times.
+type Window struct {
+	Name  string        `yaml:"name"` // 1-64 chars [a-z0-9-]
+	From  time.Duration `yaml:"from"`
+	Until time.Duration `yaml:"until"` // default: end of run
 }
 
 // Strategy names, as the router config spells them.
@@ -31,13 +41,26 @@ const (
 
 // Tier is the replica tier under test. It becomes a real router configuration.
 type Tier struct {
-	ID             string   `yaml:"id"`           // default "pool"
-	Alias          string   `yaml:"alias"`        // the model name callers send; default "chat"
-	ServedModel    string   `yaml:"served_model"` // default "sim/llama-3.1-8b"
-	Strategy       string   `yaml:"strategy"`     // round_robin or capacity (required)
-	MaxConcurrency int64    `yaml:"max_concurrency"`
-	Gates          Gates    `yaml:"gates"`
-	Members        []Member `yaml:"members"` // 2-16
+	ID             string         `yaml:"id"`           // default "pool"
+	Alias          string         `yaml:"alias"`        // the model name callers send; default "chat"
+	ServedModel    string         `yaml:"served_model"` // default "sim/llama-3.1-8b"
+	Strategy       string         `yaml:"strategy"`     // round_robin or capacity (required)
+	MaxConcurrency int64          `yaml:"max_concurrency"`
+	Gates          Gates          `yaml:"gates"`
+	PassiveHealth  *PassiveHealth `yaml:"passive_health"` // absent: the router's defaults, enabled
+	Members        []Member       `yaml:"members"`        // 2-16
+}
+
+// PassiveHealth is the tier's passive-health policy, rendered into the router configuration's
+// tiers[].passive_health; zero fields keep the router's defaults, and the router's config model
+// validates the result when the scenario is loaded.
+type PassiveHealth struct {
+	Enabled             *bool         `yaml:"enabled"`
+	ConsecutiveFailures int64         `yaml:"consecutive_failures"`
+	BaseEjection        time.Duration `yaml:"base_ejection"`
+	MaxEjection         time.Duration `yaml:"max_ejection"`
+	MaxEjectedPercent   *int64        `yaml:"max_ejected_percent"`
+	Count429            bool          `yaml:"count_429"`
 }
 
 // Gates are the tier's request-wide limits. MaxContextTokens defaults to the smallest member

@@ -22,6 +22,7 @@ const (
 	MaxGates        = 256
 	MaxFaults       = 1024
 	MaxStrategies   = 2
+	MaxWindows      = 16
 	MaxScrapeJitter = time.Minute
 	MaxStepScale    = engine.MaxStepScale
 	MaxUpstream     = 24 * time.Hour
@@ -73,7 +74,7 @@ func (s *Scenario) validate() error {
 		return invalid("duration", "is required: 1s to 24h")
 	}
 	steps := []func() error{s.Tier.validate, s.validateStrategies, s.validateUpstream, s.validateWorkload,
-		s.validateTelemetry, s.validateEvents, s.validateSLO, s.validateGates, s.validateWork}
+		s.validateTelemetry, s.validateEvents, s.validateSLO, s.validateWindows, s.validateGates, s.validateWork}
 	for _, step := range steps {
 		if err := step(); err != nil {
 			return err
@@ -103,6 +104,9 @@ func (t *Tier) validate() error {
 	}
 	if t.MaxConcurrency < 0 || t.Gates.MaxContextTokens < 0 || t.Gates.MaxOutputTokens < 0 {
 		return invalid("tier", "ceilings and gates must not be negative")
+	}
+	if ph := t.PassiveHealth; ph != nil && (ph.ConsecutiveFailures < 0 || ph.BaseEjection < 0 || ph.MaxEjection < 0) {
+		return invalid("tier.passive_health", "must not be negative (the router's config rules apply when the scenario loads)")
 	}
 	if len(t.Members) < ident.MinMembers || len(t.Members) > ident.MaxMembers {
 		return invalidf("tier.members", "must have %d-%d members", ident.MinMembers, ident.MaxMembers)
@@ -261,6 +265,31 @@ func (s *Scenario) validateUpstream() error {
 func (s *Scenario) validateSLO() error {
 	if s.SLO.TTFT < 0 || s.SLO.TPOT < 0 || s.SLO.E2E < 0 {
 		return invalid("slo", "targets must not be negative")
+	}
+	return nil
+}
+
+func (s *Scenario) validateWindows() error {
+	if len(s.Windows) > MaxWindows {
+		return invalidf("windows", "at most %d windows", MaxWindows)
+	}
+	for i := range s.Windows {
+		w := &s.Windows[i]
+		path := fmt.Sprintf("windows[%d]", i)
+		if !namePattern.MatchString(w.Name) {
+			return invalid(path+".name", "is required: 1-64 characters [a-z0-9-], starting alphanumeric")
+		}
+		for _, o := range s.Windows[:i] {
+			if o.Name == w.Name {
+				return invalid(path+".name", "duplicate window name")
+			}
+		}
+		if w.Until == 0 {
+			w.Until = s.Duration
+		}
+		if w.From < 0 || w.From >= w.Until || w.Until > s.Duration {
+			return invalid(path, "must satisfy 0 <= from < until <= duration")
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/health"
 	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
@@ -149,8 +150,9 @@ func (w *world) auditDecision(at *routing.Attempt, member string) {
 	st.Capacity++
 	rows := d.Scores()
 	st.EligibleSizes[min(len(rows), ident.MaxMembers)]++
+	hv := w.healthView()
 	for i := range w.views {
-		w.views[i] = w.view(i)
+		w.views[i] = w.view(i, hv)
 	}
 	c := checkEvidence(d, member, w.views, w.index)
 	w.res.Invariants.OrderViolations += c.order
@@ -171,11 +173,24 @@ func (w *world) index(id string) (int, bool) {
 	return i, ok
 }
 
-// view is member i as the sim's own books see it now.
-func (w *world) view(i int) memberView {
+// view is member i as the sim's own books see it now. Passive health is the router's own state (hv,
+// nil when every member is healthy): the audit checks that admission honours it, the health core's
+// own tests and the scenarios' gates check what it decides.
+func (w *world) view(i int, hv []health.MemberHealth) memberView {
 	m := w.members[i]
 	v := memberView{ceiling: m.ceiling, active: w.acct.active[i]}
 	v.eligible = w.ready.ready[i] && !w.intent.members[i] && !w.intent.tier && v.active < m.ceiling
+	for _, h := range hv {
+		if h.ID != m.id {
+			continue
+		}
+		switch h.State {
+		case health.Ejected:
+			v.eligible = false
+		case health.HalfOpen:
+			v.eligible = v.eligible && v.active == 0
+		}
+	}
 	if w.press != nil {
 		v.freshness, v.ppm = w.press.expected(i, w.now)
 	}

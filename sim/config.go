@@ -35,6 +35,7 @@ func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int) confi
 	if t.MaxConcurrency > 0 {
 		tier.MaxConcurrency = &t.MaxConcurrency
 	}
+	tier.PassiveHealth = passiveHealth(t.PassiveHealth)
 	if g := t.Gates; g.MaxContextTokens > 0 || g.MaxOutputTokens > 0 {
 		tier.Gates = &config.GatesDoc{}
 		if g.MaxContextTokens > 0 {
@@ -61,6 +62,27 @@ func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int) confi
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// passiveHealth renders the scenario's passive-health policy; zero fields keep the router's defaults.
+func passiveHealth(ph *scenarios.PassiveHealth) *config.PassiveHealthDoc {
+	if ph == nil {
+		return nil
+	}
+	out := &config.PassiveHealthDoc{Enabled: ph.Enabled, MaxEjectedPercent: ph.MaxEjectedPercent}
+	if ph.ConsecutiveFailures > 0 {
+		out.ConsecutiveFailures = &ph.ConsecutiveFailures
+	}
+	if ph.BaseEjection > 0 {
+		out.BaseEjection = &ph.BaseEjection
+	}
+	if ph.MaxEjection > 0 {
+		out.MaxEjection = &ph.MaxEjection
+	}
+	if ph.Count429 {
+		out.Count429 = &ph.Count429
+	}
+	return out
+}
 
 // upstream renders the scenario's upstream timeouts; nil keeps every router default.
 func upstream(u scenarios.Upstream) *config.UpstreamDoc {

@@ -16,10 +16,13 @@ import (
 )
 
 // twoMembers is a small capacity tier; tests append their workload and events.
+// twoMembers is a tier for terminal-path tests: every member fails on purpose, so passive health
+// (tested on its own scenarios) is off and every request reaches a member.
 const twoMembers = `name: paths
 duration: 20s
 tier:
   strategy: capacity
+  passive_health: {enabled: false}
   members:
     - {id: a, max_concurrency: 4}
     - {id: b, max_concurrency: 4}

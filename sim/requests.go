@@ -85,7 +85,7 @@ func (w *world) arrive(client int) {
 // admit takes the lease through the attempt's Admit, the server's one admission call.
 func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 	at := w.attempts.get(w.reqs[id].attempt)
-	target, err := at.Admit(tier)
+	target, err := at.Admit(tier, w.at(w.now))
 	if w.press != nil {
 		w.press.afterSnapshot()
 	}

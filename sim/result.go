@@ -71,6 +71,18 @@ type MemberResult struct {
 	QueueTime        engine.Histogram // vllm:request_queue_time_seconds, summed over engine lifetimes
 
 	Scrapes [3]uint64 // completed scrapes by class: ok, failed, unknown
+
+	// Passive health, as the router's events reported it.
+	Ejections  []Ejection // in order
+	Recoveries uint64
+	Held       uint64 // times the cap kept the member in although its streak reached the threshold
+}
+
+// Ejection is one passive-health ejection of a member.
+type Ejection struct {
+	At       time.Duration // virtual time of the ejection
+	Duration time.Duration
+	Reason   string // health.ReasonConsecutiveFailures or health.ReasonTrialFailed
 }
 
 // Invariants are the run's T012 checks, counted at every lease change and every timed event.

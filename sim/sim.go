@@ -92,6 +92,7 @@ type world struct {
 	drains   []*drainWatch
 	res      *Result
 	acct     leaseAccount
+	sick     int // members passive health has ejected and not yet seen recover
 	buf      []engine.Event
 	timers   [numTimers]deadlines
 	views    []memberView  // scratch for the evidence audit
@@ -155,7 +156,7 @@ func (w *world) buildRouter() error {
 	if err != nil {
 		return err
 	}
-	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog); err != nil {
+	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, routing.WithHealthEvents(w.healthEvent)); err != nil {
 		return err
 	}
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)

@@ -53,6 +53,12 @@ func (w *world) probe() {
 			r.snap[id] = r.ready[i]
 		}
 	}
+	// Every passed probe tells passive health, as the server's prober does.
+	for i, m := range w.members {
+		if r.ready[i] {
+			w.router.ProbePassed(w.tier.ID, m.id, w.at(w.now))
+		}
+	}
 	if next := w.now + w.cfg.Readiness().Interval; w.arrivals && next <= w.sc.Duration {
 		w.push(next, prioProbe, ev{kind: evProbe})
 	}

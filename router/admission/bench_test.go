@@ -31,7 +31,7 @@ func BenchmarkAcquireRelease(b *testing.B) {
 			tier, ready, pressure := benchTier(b, s)
 			b.ReportAllocs()
 			for b.Loop() {
-				l, err := tier.AcquireMember(ready, pressure)
+				l, err := tier.AcquireMember(ready, pressure, nil)
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -57,7 +57,7 @@ func BenchmarkAcquireReleaseParallel(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			l, err := tier.AcquireMember(ready, pressure)
+			l, err := tier.AcquireMember(ready, pressure, nil)
 			if err != nil {
 				b.Error(err)
 				return

@@ -277,14 +277,53 @@ func TestIncompleteSnapshotsRefuse(t *testing.T) {
 				{"empty non-nil pressure", map[string]bool{"m00": true, "m01": true}, map[string]scheduler.Pressure{}},
 			}
 			for _, c := range cases {
-				_, err := tier.AcquireMember(c.ready, c.p)
+				_, err := tier.AcquireMember(c.ready, c.p, nil)
 				assert.ErrorIs(t, err, ErrInvalidSnapshot, c.name)
 			}
 			assert.Equal(t, before, tier.Snapshot(), "refusals change no count and no cursor")
-			l, err := tier.AcquireMember(map[string]bool{"m00": false, "m01": true}, nil)
+			l, err := tier.AcquireMember(map[string]bool{"m00": false, "m01": true}, nil, nil)
 			require.NoError(t, err, "complete readiness with nil pressure is valid")
 			assert.Equal(t, "m01", l.Member())
 			l.Release()
 		})
 	}
+}
+
+// TestTrialMembersHoldOneLease: a member on trial (passive health's half-open member) is eligible
+// only while it holds no lease, in either strategy, so concurrent requests send it one trial at a time.
+func TestTrialMembersHoldOneLease(t *testing.T) {
+	for _, strategy := range []Strategy{StrategyRoundRobin, StrategyCapacity} {
+		t.Run(strategy.String(), func(t *testing.T) {
+			tier := newTierT(t, replicaSpec("r", strategy, 0, 4, 4))
+			ready := allReady("m00", "m01")
+			trial := map[string]bool{"m00": true}
+			first, err := tier.AcquireMember(map[string]bool{"m00": true, "m01": false}, nil, trial)
+			require.NoError(t, err)
+			assert.Equal(t, "m00", first.Member(), "an idle trial member is eligible")
+			for range 3 {
+				l, err := tier.AcquireMember(ready, nil, trial)
+				require.NoError(t, err)
+				assert.Equal(t, "m01", l.Member(), "while its trial runs, the member takes nothing more")
+			}
+			_, err = tier.AcquireMember(map[string]bool{"m00": true, "m01": false}, nil, trial)
+			assert.ErrorIs(t, err, ErrExhausted, "the trial member alone cannot take a second request")
+			assert.True(t, first.Release())
+			l, err := tier.AcquireMember(map[string]bool{"m00": true, "m01": false}, nil, trial)
+			require.NoError(t, err)
+			assert.Equal(t, "m00", l.Member(), "the next trial once the first ended")
+			l2, err := tier.AcquireMember(map[string]bool{"m00": true, "m01": false}, nil, nil)
+			require.NoError(t, err)
+			assert.Equal(t, "m00", l2.Member(), "off trial, the member ceiling applies again")
+		})
+	}
+}
+
+func TestTrialMapIsValidated(t *testing.T) {
+	tier := newTierT(t, replicaSpec("r", StrategyCapacity, 0, 4, 4))
+	before := tier.Snapshot()
+	_, err := tier.AcquireMember(allReady("m00", "m01"), nil, map[string]bool{"ghost": true})
+	assert.ErrorIs(t, err, ErrInvalidSnapshot)
+	_, err = tier.AcquireMember(allReady("m00", "m01"), nil, map[string]bool{"m00": true, "ghost": false})
+	assert.ErrorIs(t, err, ErrInvalidSnapshot)
+	assert.Equal(t, before, tier.Snapshot(), "a refused input changes nothing")
 }

@@ -136,7 +136,7 @@ func TestChangedIsClosedByEveryChange(t *testing.T) {
 		assertClosed(t, ch, c.name)
 	}
 	ch := tier.Changed()
-	_, err := tier.AcquireMember(allReady(), nil)
+	_, err := tier.AcquireMember(allReady(), nil, nil)
 	require.Error(t, err)
 	assertOpen(t, ch) // a refused acquire changes nothing
 	assert.False(t, a.Release(), "misuse")

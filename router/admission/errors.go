@@ -38,4 +38,5 @@ var (
 	errNotReplica         = fmt.Errorf("%w: member operations need a replica tier", ErrWrongKind)
 	errIncompleteReady    = fmt.Errorf("%w: readiness must cover exactly the configured members", ErrInvalidSnapshot)
 	errIncompletePressure = fmt.Errorf("%w: pressure must be absent or cover exactly the configured members", ErrInvalidSnapshot)
+	errUnknownTrial       = fmt.Errorf("%w: trial may name only configured members", ErrInvalidSnapshot)
 )

@@ -22,7 +22,7 @@ func Example() {
 	ready := map[string]bool{"gpu-a": true, "gpu-b": true}
 	var pressure map[string]scheduler.Pressure // nil: upstream pressure unknown for every member
 
-	lease, err := pool.AcquireMember(ready, pressure)
+	lease, err := pool.AcquireMember(ready, pressure, nil)
 	if err != nil {
 		fmt.Println("refused:", err) // 503 with Retry-After in the server
 		return

@@ -125,5 +125,5 @@ func acquire(tier *TierAdmission, ready map[string]bool, p map[string]scheduler.
 			q[id] = scheduler.UnknownPressure()
 		}
 	}
-	return tier.AcquireMember(r, q)
+	return tier.AcquireMember(r, q, nil)
 }

@@ -98,24 +98,30 @@ func (t *TierAdmission) Acquire() (*Lease, error) {
 }
 
 // AcquireMember selects and reserves one member of a replica tier without
-// waiting. ready maps every configured member ID to its served-model readiness;
-// pressure maps every configured member ID to normalized upstream pressure, or is
-// nil, meaning every member's upstream pressure is unknown (pressure is validated
-// but otherwise ignored in round robin). Both maps are copied and validated before
-// the lock: an incomplete map, or a key naming an unconfigured member, fails with
-// ErrInvalidSnapshot and changes nothing (the spec's "incomplete, duplicate,
+// waiting. ready maps every configured member ID to its eligibility as the caller
+// knows it (served-model readiness, and passive health); pressure maps every
+// configured member ID to normalized upstream pressure, or is nil, meaning every
+// member's upstream pressure is unknown (pressure is validated but otherwise
+// ignored in round robin); trial, nil when empty, names members on trial (passive
+// health's half-open members), which are eligible only while they hold no lease,
+// so one trial request at a time reaches each. The maps are copied and validated
+// before the lock: an incomplete map, or a key naming an unconfigured member, fails
+// with ErrInvalidSnapshot and changes nothing (the spec's "incomplete, duplicate,
 // unknown-member or malformed mappings refuse"). Under the
 // tier lock it rechecks tier quiesce and ceiling, selects a member from current
 // counts, reserves tier and member together and only then advances the cursor.
 // Refusals are ErrQuiesced (tier or every member quiesced) and ErrExhausted
 // (tier ceiling, or no member ready, admitting and below its ceiling).
 // Capacity-mode leases carry the scheduler.Decision.
-func (t *TierAdmission) AcquireMember(ready map[string]bool, pressure map[string]scheduler.Pressure) (*Lease, error) {
+func (t *TierAdmission) AcquireMember(ready map[string]bool, pressure map[string]scheduler.Pressure, trial map[string]bool) (*Lease, error) {
 	if t.kind != KindReplica {
 		return nil, errNotReplica
 	}
 	var in inputs
 	if err := t.copyInputs(&in, ready, pressure); err != nil {
+		return nil, err
+	}
+	if err := t.copyTrial(&in, trial); err != nil {
 		return nil, err
 	}
 	l := &Lease{tier: t} // allocated outside the lock
@@ -150,6 +156,7 @@ func (t *TierAdmission) AcquireMember(ready map[string]bool, pressure map[string
 // Fixed-size arrays keep it on the stack.
 type inputs struct {
 	ready    [ident.MaxMembers]bool
+	trial    [ident.MaxMembers]bool
 	pressure [ident.MaxMembers]scheduler.Pressure
 }
 
@@ -187,6 +194,25 @@ func (t *TierAdmission) copyInputs(in *inputs, ready map[string]bool, pressure m
 	return nil
 }
 
+// copyTrial copies the trial set: every key a configured member, at most one per member (a map
+// cannot repeat a key, so a hit count equal to the length proves both).
+func (t *TierAdmission) copyTrial(in *inputs, trial map[string]bool) error {
+	if len(trial) == 0 {
+		return nil
+	}
+	hits := 0
+	for i, id := range t.memberIDs {
+		if on, ok := trial[id]; ok {
+			hits++
+			in.trial[i] = on
+		}
+	}
+	if hits != len(trial) {
+		return errUnknownTrial
+	}
+	return nil
+}
+
 func (t *TierAdmission) checkTierLocked() error {
 	if t.quiesced {
 		return errTierQuiesced
@@ -206,10 +232,12 @@ func (t *TierAdmission) allMembersQuiescedLocked() bool {
 	return true
 }
 
-// eligibleLocked reports whether member i may take one more lease right now.
+// eligibleLocked reports whether member i may take one more lease right now. A member on trial
+// holds at most one.
 func (t *TierAdmission) eligibleLocked(in *inputs, i int) bool {
 	m := &t.members[i]
-	return in.ready[i] && !m.quiesced && (t.ceilings[i] == 0 || m.active < t.ceilings[i])
+	return in.ready[i] && !m.quiesced && (t.ceilings[i] == 0 || m.active < t.ceilings[i]) &&
+		(!in.trial[i] || m.active == 0)
 }
 
 // walkLocked is round robin: the first eligible member at or after the cursor

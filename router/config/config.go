@@ -140,7 +140,19 @@ type Tier struct {
 	Host           string // replica only: canonical declared host
 	Provenance     string // replica only: declared replica provenance
 	Strategy       Strategy
-	Members        []Member // replica only, in file order
+	PassiveHealth  PassiveHealth // replica only
+	Members        []Member      // replica only, in file order
+}
+
+// PassiveHealth is a replica tier's passive-health policy (router/health): consecutive upstream
+// failures eject a member from eligibility for a while. Enabled by default on replica tiers.
+type PassiveHealth struct {
+	Enabled             bool
+	ConsecutiveFailures int           // failures in a row that eject
+	BaseEjection        time.Duration // the first ejection's length; the n-th consecutive one lasts n times this
+	MaxEjection         time.Duration // the longest ejection, and how long a member must stay healthy to be forgiven
+	MaxEjectedPercent   int           // share of members ejected at once, 0-100; one member always stays
+	Count429            bool          // a 429 answer counts as a failure (by default it is the member working)
 }
 
 // Member is one replica of a replica tier.

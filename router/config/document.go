@@ -78,17 +78,28 @@ type AliasDoc struct {
 
 // TierDoc is one tiers entry of a Document.
 type TierDoc struct {
-	ID              *string     `mapstructure:"id" yaml:"id,omitempty"`
-	Kind            *string     `mapstructure:"kind" yaml:"kind,omitempty"`
-	ServedModel     *string     `mapstructure:"served_model" yaml:"served_model,omitempty"`
-	Gates           *GatesDoc   `mapstructure:"gates" yaml:"gates,omitempty"`
-	MaxConcurrency  *int64      `mapstructure:"max_concurrency" yaml:"max_concurrency,omitempty"`
-	Endpoint        *string     `mapstructure:"endpoint" yaml:"endpoint,omitempty"`
-	APIKeyEnv       *string     `mapstructure:"api_key_env" yaml:"api_key_env,omitempty"`
-	Host            *string     `mapstructure:"host" yaml:"host,omitempty"`
-	Provenance      *string     `mapstructure:"provenance" yaml:"provenance,omitempty"`
-	ReplicaStrategy *string     `mapstructure:"replica_strategy" yaml:"replica_strategy,omitempty"`
-	Members         []MemberDoc `mapstructure:"members" yaml:"members,omitempty"`
+	ID              *string           `mapstructure:"id" yaml:"id,omitempty"`
+	Kind            *string           `mapstructure:"kind" yaml:"kind,omitempty"`
+	ServedModel     *string           `mapstructure:"served_model" yaml:"served_model,omitempty"`
+	Gates           *GatesDoc         `mapstructure:"gates" yaml:"gates,omitempty"`
+	MaxConcurrency  *int64            `mapstructure:"max_concurrency" yaml:"max_concurrency,omitempty"`
+	Endpoint        *string           `mapstructure:"endpoint" yaml:"endpoint,omitempty"`
+	APIKeyEnv       *string           `mapstructure:"api_key_env" yaml:"api_key_env,omitempty"`
+	Host            *string           `mapstructure:"host" yaml:"host,omitempty"`
+	Provenance      *string           `mapstructure:"provenance" yaml:"provenance,omitempty"`
+	ReplicaStrategy *string           `mapstructure:"replica_strategy" yaml:"replica_strategy,omitempty"`
+	PassiveHealth   *PassiveHealthDoc `mapstructure:"passive_health" yaml:"passive_health,omitempty"`
+	Members         []MemberDoc       `mapstructure:"members" yaml:"members,omitempty"`
+}
+
+// PassiveHealthDoc is a replica tier's passive_health section of a Document.
+type PassiveHealthDoc struct {
+	Enabled             *bool          `mapstructure:"enabled" yaml:"enabled,omitempty"`
+	ConsecutiveFailures *int64         `mapstructure:"consecutive_failures" yaml:"consecutive_failures,omitempty"`
+	BaseEjection        *time.Duration `mapstructure:"base_ejection" yaml:"base_ejection,omitempty"`
+	MaxEjection         *time.Duration `mapstructure:"max_ejection" yaml:"max_ejection,omitempty"`
+	MaxEjectedPercent   *int64         `mapstructure:"max_ejected_percent" yaml:"max_ejected_percent,omitempty"`
+	Count429            *bool          `mapstructure:"count_429" yaml:"count_429,omitempty"`
 }
 
 // GatesDoc is a tier's gates of a Document.

@@ -68,17 +68,27 @@ type normAlias struct {
 }
 
 type normTier struct {
-	ID              string       `yaml:"id"`
-	Kind            string       `yaml:"kind"`
-	ServedModel     string       `yaml:"served_model"`
-	Gates           normGates    `yaml:"gates"`
-	MaxConcurrency  int64        `yaml:"max_concurrency,omitempty"`
-	Endpoint        string       `yaml:"endpoint,omitempty"`
-	APIKeyEnv       string       `yaml:"api_key_env,omitempty"`
-	Host            string       `yaml:"host,omitempty"`
-	Provenance      string       `yaml:"provenance,omitempty"`
-	ReplicaStrategy string       `yaml:"replica_strategy,omitempty"`
-	Members         []normMember `yaml:"members,omitempty"`
+	ID              string             `yaml:"id"`
+	Kind            string             `yaml:"kind"`
+	ServedModel     string             `yaml:"served_model"`
+	Gates           normGates          `yaml:"gates"`
+	MaxConcurrency  int64              `yaml:"max_concurrency,omitempty"`
+	Endpoint        string             `yaml:"endpoint,omitempty"`
+	APIKeyEnv       string             `yaml:"api_key_env,omitempty"`
+	Host            string             `yaml:"host,omitempty"`
+	Provenance      string             `yaml:"provenance,omitempty"`
+	ReplicaStrategy string             `yaml:"replica_strategy,omitempty"`
+	PassiveHealth   *normPassiveHealth `yaml:"passive_health,omitempty"`
+	Members         []normMember       `yaml:"members,omitempty"`
+}
+
+type normPassiveHealth struct {
+	Enabled             bool   `yaml:"enabled"`
+	ConsecutiveFailures int    `yaml:"consecutive_failures"`
+	BaseEjection        string `yaml:"base_ejection"`
+	MaxEjection         string `yaml:"max_ejection"`
+	MaxEjectedPercent   int    `yaml:"max_ejected_percent"`
+	Count429            bool   `yaml:"count_429"`
 }
 
 type normGates struct {
@@ -169,6 +179,12 @@ func normTierOf(t Tier) normTier {
 		Host:            t.Host,
 		Provenance:      t.Provenance,
 		ReplicaStrategy: string(t.Strategy),
+	}
+	if t.Kind == KindReplica {
+		ph := t.PassiveHealth
+		nt.PassiveHealth = &normPassiveHealth{Enabled: ph.Enabled, ConsecutiveFailures: ph.ConsecutiveFailures,
+			BaseEjection: fmtDuration(ph.BaseEjection), MaxEjection: fmtDuration(ph.MaxEjection),
+			MaxEjectedPercent: ph.MaxEjectedPercent, Count429: ph.Count429}
 	}
 	for _, m := range t.Members {
 		nt.Members = append(nt.Members, normMember(m))

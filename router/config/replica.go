@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 
+	"github.com/anvil-llm/anvil/router/health"
 	"github.com/anvil-llm/anvil/router/ident"
 )
 
@@ -37,6 +38,10 @@ func (b *tierBuilder) replica(rt TierDoc, path string, t *Tier) error {
 		default:
 			return invalid(path+".replica_strategy", "must be round_robin or capacity")
 		}
+	}
+	var err error
+	if t.PassiveHealth, err = buildPassiveHealth(rt.PassiveHealth, path+".passive_health"); err != nil {
+		return err
 	}
 	if len(rt.Members) < ident.MinMembers || len(rt.Members) > ident.MaxMembers {
 		return invalidf(path+".members", "must have %d-%d members", ident.MinMembers, ident.MaxMembers)
@@ -136,4 +141,39 @@ func buildAliases(raws []AliasDoc, tierIDs map[string]int) ([]Alias, map[string]
 		aliases = append(aliases, Alias{ID: *ra.ID, Tier: *ra.Tier})
 	}
 	return aliases, index, nil
+}
+
+// buildPassiveHealth validates a replica tier's passive_health section; absent means the defaults,
+// enabled.
+func buildPassiveHealth(r *PassiveHealthDoc, path string) (PassiveHealth, error) {
+	if r == nil {
+		r = &PassiveHealthDoc{}
+	}
+	ph := PassiveHealth{Enabled: true}
+	if r.Enabled != nil {
+		ph.Enabled = *r.Enabled
+	}
+	if r.Count429 != nil {
+		ph.Count429 = *r.Count429
+	}
+	n, err := intIn(r.ConsecutiveFailures, health.DefaultConsecutiveFailures, 1, health.MaxConsecutiveFailures, path+".consecutive_failures")
+	if err != nil {
+		return PassiveHealth{}, err
+	}
+	ph.ConsecutiveFailures = int(n)
+	if ph.BaseEjection, err = durIn(r.BaseEjection, health.DefaultBaseEjection, health.MinEjection, health.MaxBaseEjection, path+".base_ejection"); err != nil {
+		return PassiveHealth{}, err
+	}
+	if ph.MaxEjection, err = durIn(r.MaxEjection, max(health.DefaultMaxEjection, ph.BaseEjection), health.MinEjection, health.MaxMaxEjection, path+".max_ejection"); err != nil {
+		return PassiveHealth{}, err
+	}
+	if ph.MaxEjection < ph.BaseEjection {
+		return PassiveHealth{}, invalid(path+".max_ejection", "must not be below base_ejection")
+	}
+	pct, err := intIn(r.MaxEjectedPercent, health.DefaultMaxEjectedPercent, 0, 100, path+".max_ejected_percent")
+	if err != nil {
+		return PassiveHealth{}, err
+	}
+	ph.MaxEjectedPercent = int(pct)
+	return ph, nil
 }

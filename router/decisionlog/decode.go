@@ -13,9 +13,9 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [13]string {
+func recordKeys() [14]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
-		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "replica_scheduler"}
+		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "ejected_members", "replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -27,8 +27,11 @@ func scoreKeys() [7]string {
 		"upstream_pressure_ppm", "freshness", "rotating_rank"}
 }
 
-// optionalRecordKey is the one key that may be absent.
-const optionalRecordKey = "replica_scheduler"
+// optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
+func optionalRecordKey(k string) bool { return k == "ejected_members" || k == "replica_scheduler" }
+
+// required is the optional-key predicate of an object whose keys are all required.
+func required(string) bool { return false }
 
 // tokens is a schema-directed reader over encoding/json's token stream. It checks
 // each value's type from its first token, so unknown keys and wrongly typed values are
@@ -50,8 +53,8 @@ func (t tokens) next() (json.Token, error) {
 }
 
 // object reads one object whose keys must come from keys (each at most once) and
-// calls field for every key with its index. All keys except optional are required.
-func (t tokens) object(path string, keys []string, optional string, field func(i int, path string) error) error {
+// calls field for every key with its index. Every key optional does not name is required.
+func (t tokens) object(path string, keys []string, optional func(string) bool, field func(i int, path string) error) error {
 	tok, err := t.next()
 	if err != nil {
 		return err
@@ -59,7 +62,7 @@ func (t tokens) object(path string, keys []string, optional string, field func(i
 	if tok != json.Delim('{') {
 		return &fieldError{path, ErrWrongType}
 	}
-	var seen uint32 // key sets have at most 13 entries
+	var seen uint32 // key sets have at most 14 entries
 	for t.dec.More() {
 		tok, err := t.next()
 		if err != nil {
@@ -83,7 +86,7 @@ func (t tokens) object(path string, keys []string, optional string, field func(i
 		return err
 	}
 	for i, k := range keys {
-		if seen&(1<<i) == 0 && k != optional {
+		if seen&(1<<i) == 0 && !optional(k) {
 			return &fieldError{join(path, k), ErrMissingField}
 		}
 	}
@@ -224,6 +227,9 @@ func (t tokens) recordField(r *Record, key, p string) error {
 	case "first_byte_ns":
 		v, _, err = t.integer(p, 0, int64(MaxDuration), false)
 		r.FirstByte = time.Duration(v)
+	case "ejected_members":
+		v, _, err = t.integer(p, 1, ident.MaxMembers-1, false)
+		r.EjectedMembers = int(v)
 	case "replica_scheduler":
 		var d scheduler.Decision
 		if d, err = t.decision(p); err == nil {
@@ -259,7 +265,7 @@ func (t tokens) decision(path string) (scheduler.Decision, error) {
 		scores   []scheduler.Score
 	)
 	keys := decisionKeys()
-	err := t.object(path, keys[:], "", func(i int, p string) error {
+	err := t.object(path, keys[:], required, func(i int, p string) error {
 		switch i {
 		case 0:
 			s, err := t.str(p)
@@ -311,7 +317,7 @@ func (t tokens) score(path string) (scheduler.Score, error) {
 		fresh                 scheduler.Freshness
 	)
 	keys := scoreKeys()
-	err := t.object(path, keys[:], "", func(i int, p string) error {
+	err := t.object(path, keys[:], required, func(i int, p string) error {
 		var err error
 		switch i {
 		case 0:

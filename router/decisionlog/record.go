@@ -75,6 +75,10 @@ type Record struct {
 	Start     time.Time
 	Duration  time.Duration
 	FirstByte time.Duration
+	// EjectedMembers is how many members of the record's replica tier passive health held out of
+	// eligibility when the request was admitted or refused (0-15; 0 is omitted from every encoding).
+	// A request routed, or refused, while members were ejected says so here.
+	EjectedMembers int
 
 	// ReplicaScheduler is the capacity lease's decision. It is kept only for a
 	// capacity-strategy replica record whose Member is the decision's selected member
@@ -151,6 +155,10 @@ func checkFields(r *Record) error {
 		return &fieldError{"duration_ns", ErrInvalidValue}
 	case r.FirstByte < 0 || r.FirstByte > MaxDuration:
 		return &fieldError{"first_byte_ns", ErrInvalidValue}
+	case r.EjectedMembers < 0 || r.EjectedMembers >= ident.MaxMembers:
+		return &fieldError{"ejected_members", ErrInvalidValue}
+	case r.EjectedMembers > 0 && r.Route != RouteReplica:
+		return &fieldError{"ejected_members", ErrInconsistent}
 	}
 	if lo, hi, _ := r.Outcome.attemptRange(); r.Attempts < lo || r.Attempts > hi {
 		return &fieldError{"attempts", ErrInconsistent}

@@ -3,6 +3,7 @@ package decisionlog
 import (
 	"bytes"
 	"encoding/json"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -166,6 +167,7 @@ func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
 // own grammar before it could be added.
 func TestRecordCarriesNoFreeText(t *testing.T) {
 	r := capacityRecord(t)
+	r.EjectedMembers = 1
 	n, err := normalize(r)
 	require.NoError(t, err)
 	var m map[string]any
@@ -176,4 +178,38 @@ func TestRecordCarriesNoFreeText(t *testing.T) {
 	}
 	want := recordKeys()
 	assert.ElementsMatch(t, want[:], keys)
+}
+
+func TestEjectedMembers(t *testing.T) {
+	var sink bytes.Buffer
+	l := mustLog(t, 8, &sink)
+	r := capacityRecord(t)
+	r.EjectedMembers = 2
+	require.NoError(t, l.Add(r))
+	assert.Contains(t, sink.String(), `"first_byte_ns":`+strconv.FormatInt(int64(r.FirstByte), 10)+`,"ejected_members":2,"replica_scheduler":`)
+	assert.Contains(t, r.Line(), " ejected_members=2 replica_scheduler=capacity")
+	recs, err := ReadJSONL(bytes.NewReader(sink.Bytes()), 1)
+	require.NoError(t, err)
+	assert.Equal(t, 2, recs[0].EjectedMembers)
+
+	r.EjectedMembers = 0
+	assert.NotContains(t, r.Line(), "ejected", "absent when nothing was ejected: legacy bytes unchanged")
+	for _, bad := range []int{-1, 16} {
+		r.EjectedMembers = bad
+		assert.ErrorIs(t, l.Add(r), ErrInvalidRecord)
+	}
+	d := directRecord()
+	d.EjectedMembers = 1
+	assert.ErrorIs(t, l.Add(d), ErrInvalidRecord, "only replica tiers have members to eject")
+
+	line := strings.TrimSuffix(sink.String(), "\n")
+	for _, c := range []struct{ name, line string }{
+		{"zero written out", strings.Replace(line, `"ejected_members":2`, `"ejected_members":0`, 1)},
+		{"sixteen", strings.Replace(line, `"ejected_members":2`, `"ejected_members":16`, 1)},
+		{"string", strings.Replace(line, `"ejected_members":2`, `"ejected_members":"2"`, 1)},
+		{"duplicate", strings.Replace(line, `"ejected_members":2`, `"ejected_members":2,"ejected_members":2`, 1)},
+	} {
+		_, err := ReadJSONL(strings.NewReader(c.line+"\n"), 1)
+		assert.Error(t, err, c.name)
+	}
 }

@@ -19,13 +19,36 @@ type Prober struct {
 	state    *State
 	interval time.Duration
 	timeout  time.Duration
+	passed   func(tier, member string)
 }
+
+// Option configures a Prober.
+type Option func(*Prober)
+
+// WithPassed calls f after every recorded Ready verdict, from the probing goroutine: the server
+// tells passive health that the member's probe passed.
+func WithPassed(f func(tier, member string)) Option { return func(p *Prober) { p.passed = f } }
 
 // NewProber returns a prober for targets. interval is the pause between rounds; timeout bounds each
 // member's whole probe (both requests).
-func NewProber(client *http.Client, targets []Target, interval, timeout time.Duration) *Prober {
+func NewProber(client *http.Client, targets []Target, interval, timeout time.Duration, opts ...Option) *Prober {
 	ts := append([]Target(nil), targets...)
-	return &Prober{client: client, targets: ts, state: NewState(ts), interval: interval, timeout: timeout}
+	p := &Prober{client: client, targets: ts, state: NewState(ts), interval: interval, timeout: timeout}
+	for _, opt := range opts {
+		opt(p)
+	}
+	return p
+}
+
+// record stores a completed verdict and announces a passed one.
+func (p *Prober) record(tg Target, v Verdict) error {
+	if err := p.state.Record(tg.Tier, tg.Member, v); err != nil {
+		return err
+	}
+	if v == Ready && p.passed != nil {
+		p.passed(tg.Tier, tg.Member)
+	}
+	return nil
 }
 
 // State returns the verdict store the request path reads.
@@ -54,7 +77,7 @@ func (p *Prober) ProbeAll(ctx context.Context) {
 		wg.Go(func() {
 			v := p.Probe(ctx, tg)
 			if ctx.Err() == nil {
-				_ = p.state.Record(tg.Tier, tg.Member, v)
+				_ = p.record(tg, v)
 			}
 		})
 	}
@@ -71,7 +94,7 @@ func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict,
 				// The caller gave up: that says nothing about the member, so the last verdict stands.
 				return Unprobed, ctx.Err()
 			}
-			return v, p.state.Record(tier, member, v)
+			return v, p.record(tg, v)
 		}
 	}
 	return Unprobed, ErrUnknownMember

@@ -297,3 +297,26 @@ func TestRunStopsWithContext(t *testing.T) {
 		assert.Equal(t, int32(2), rounds.Load(), "no round after the stop")
 	})
 }
+
+// TestPassedProbesAreAnnounced: every recorded Ready verdict, from a round or a single member's probe,
+// reaches the WithPassed hook; other verdicts do not.
+func TestPassedProbesAreAnnounced(t *testing.T) {
+	_, okSrv := newMember(t, "llama")
+	_, wrongSrv := newMember(t, "mistral")
+	var mu sync.Mutex
+	var passed []string
+	p := NewProber(http.DefaultClient, []Target{
+		{Tier: "t", Member: "a", BaseURL: okSrv.URL, ServedModel: "llama"},
+		{Tier: "t", Member: "b", BaseURL: wrongSrv.URL, ServedModel: "llama"},
+	}, time.Hour, 2*time.Second, WithPassed(func(tier, member string) {
+		mu.Lock()
+		defer mu.Unlock()
+		passed = append(passed, tier+"/"+member)
+	}))
+	p.ProbeAll(context.Background())
+	_, err := p.ProbeMember(context.Background(), "t", "a")
+	require.NoError(t, err)
+	_, err = p.ProbeMember(context.Background(), "t", "b")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"t/a", "t/a"}, passed)
+}

@@ -3,10 +3,12 @@ package routing
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/health"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -35,23 +37,42 @@ type Router struct {
 	admission *admission.Set
 	ready     ReadinessSource
 	pressure  PressureSource
+	health    *passive
 	log       *decisionlog.Log
 }
 
-// New builds a router for cfg: admission from AdmissionSpecs, the readiness source, the pressure
-// source (nil when no tier uses the capacity strategy, or before telemetry exists: capacity then
-// works on local load alone) and the decision log every finished Attempt is recorded in (nil: none).
-func New(cfg config.Config, ready ReadinessSource, pressure PressureSource, log *decisionlog.Log) (*Router, error) {
+// Option configures a Router.
+type Option func(*options)
+
+type options struct{ healthEvents func(health.Event) }
+
+// WithHealthEvents sends every passive-health transition (an ejection, a recovery, an ejection the
+// cap held back) to f, outside every lock: the server logs them, the simulator counts them.
+func WithHealthEvents(f func(health.Event)) Option { return func(o *options) { o.healthEvents = f } }
+
+// New builds a router for cfg: admission from AdmissionSpecs, passive health from HealthSpecs, the
+// readiness source, the pressure source (nil when no tier uses the capacity strategy, or before
+// telemetry exists: capacity then works on local load alone) and the decision log every finished
+// Attempt is recorded in (nil: none).
+func New(cfg config.Config, ready ReadinessSource, pressure PressureSource, log *decisionlog.Log, opts ...Option) (*Router, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	adm, err := admission.New(AdmissionSpecs(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("routing: admission: %w", err)
+	}
+	ph, err := newPassive(cfg, o.healthEvents)
+	if err != nil {
+		return nil, fmt.Errorf("routing: passive health: %w", err)
 	}
 	aliases := make(map[string]config.Tier)
 	for _, a := range cfg.Aliases() {
 		t, _ := cfg.Tier(a.Tier)
 		aliases[a.ID] = t
 	}
-	return &Router{cfg: cfg, aliases: aliases, admission: adm, ready: ready, pressure: pressure, log: log}, nil
+	return &Router{cfg: cfg, aliases: aliases, admission: adm, ready: ready, pressure: pressure, health: ph, log: log}, nil
 }
 
 // Resolve maps the request's alias to its tier and applies every request-wide gate. It reserves nothing.
@@ -77,37 +98,49 @@ type Target struct {
 	BaseURL string
 }
 
-// admit takes the tier's completed snapshots once and asks admission once. On success the caller owns
-// the lease and must release it exactly once; on failure nothing is reserved.
-func (r *Router) admit(tier config.Tier) (*admission.Lease, Target, error) {
+// admit takes the tier's completed snapshots once (readiness with passive health applied at now, and
+// pressure) and asks admission once. On success the caller owns the lease and must release it
+// exactly once; on failure nothing is reserved. ejected is how many members passive health held out.
+func (r *Router) admit(tier config.Tier, now time.Time) (lease *admission.Lease, target Target, ejected int, err error) {
 	adm, ok := r.admission.Tier(tier.ID)
 	if !ok {
-		return nil, Target{}, admission.ErrUnknownTier
+		return nil, Target{}, 0, admission.ErrUnknownTier
 	}
 	if tier.Kind == config.KindDirect {
 		lease, err := adm.Acquire()
 		if err != nil {
-			return nil, Target{}, err
+			return nil, Target{}, 0, err
 		}
-		return lease, Target{BaseURL: tier.Endpoint}, nil
+		return lease, Target{BaseURL: tier.Endpoint}, 0, nil
 	}
-	ready := r.ready.Snapshot(tier.ID)
+	ready, trial, ejected := r.health.apply(tier.ID, now, r.ready.Snapshot(tier.ID))
 	var pressure map[string]scheduler.Pressure
 	if r.pressure != nil && tier.Strategy == config.StrategyCapacity {
 		if p, err := r.pressure.Snapshot(tier.ID); err == nil {
 			pressure = p
 		}
 	}
-	lease, err := adm.AcquireMember(ready, pressure)
-	if err != nil {
-		return nil, Target{}, err
+	if lease, err = adm.AcquireMember(ready, pressure, trial); err != nil {
+		return nil, Target{}, ejected, err
 	}
 	m, ok := tier.Member(lease.Member())
 	if !ok {
 		lease.Release()
-		return nil, Target{}, fmt.Errorf("routing: admission chose unconfigured member: %w", admission.ErrUnknownMember)
+		return nil, Target{}, ejected, fmt.Errorf("routing: admission chose unconfigured member: %w", admission.ErrUnknownMember)
 	}
-	return lease, Target{Member: m.ID, BaseURL: m.Endpoint}, nil
+	return lease, Target{Member: m.ID, BaseURL: m.Endpoint}, ejected, nil
+}
+
+// ProbePassed tells passive health that a readiness probe of the member passed at now: it ends a
+// streak of failures, and a half-open member's ejection (see router/health).
+func (r *Router) ProbePassed(tier, member string, now time.Time) {
+	r.health.probePassed(tier, member, now)
+}
+
+// Health returns the passive-health state of a replica tier's members at now, sorted by ID;
+// health.ErrUnknownTier when the tier has passive health disabled or is not a replica tier.
+func (r *Router) Health(tier string, now time.Time) ([]health.MemberHealth, error) {
+	return r.health.snapshot(tier, now)
 }
 
 // Admission returns the admission set, for operator surfaces.

@@ -41,11 +41,13 @@ func (a *Attempt) Resolve(req Request) (config.Tier, error) {
 	return tier, err
 }
 
-// Admit takes the tier's completed snapshots once and asks admission once. On success the attempt
-// holds the lease (Finish releases it) and the record names the member and, for a capacity tier, the
-// scheduler's decision. On failure nothing is reserved and the request is recorded as not admitted.
-func (a *Attempt) Admit(tier config.Tier) (Target, error) {
-	lease, target, err := a.r.admit(tier)
+// Admit takes the tier's completed snapshots once at now (passive health applied) and asks admission
+// once. On success the attempt holds the lease (Finish releases it) and the record names the member
+// and, for a capacity tier, the scheduler's decision. On failure nothing is reserved and the request
+// is recorded as not admitted. Either way the record counts the members passive health held out.
+func (a *Attempt) Admit(tier config.Tier, now time.Time) (Target, error) {
+	lease, target, ejected, err := a.r.admit(tier, now)
+	a.rec.EjectedMembers = ejected
 	if err != nil {
 		a.rec.Outcome = decisionlog.OutcomeNotAdmitted
 		return Target{}, err
@@ -68,8 +70,9 @@ func (a *Attempt) Relayed(outcome decisionlog.Outcome, status int, firstByte tim
 }
 
 // Finish ends the walk at end: it releases the lease (if one is held) exactly once, completes the
-// record (status is what the caller got when Relayed did not say) and stores it in the router's
-// decision log. It returns the record and the log's refusal, if the record broke an invariant.
+// record (status is what the caller got when Relayed did not say), feeds passive health with what the
+// attempt said about its member and stores the record in the router's decision log. It returns the
+// record and the log's refusal, if the record broke an invariant.
 func (a *Attempt) Finish(end time.Time, status int) (decisionlog.Record, error) {
 	if a.finished {
 		return a.rec, nil
@@ -82,6 +85,7 @@ func (a *Attempt) Finish(end time.Time, status int) (decisionlog.Record, error) 
 	if a.rec.Status == 0 {
 		a.rec.Status = status
 	}
+	a.r.health.observe(a.rec, end)
 	if a.r.log == nil {
 		return a.rec, nil
 	}

@@ -35,7 +35,7 @@ func acquireOn(t *testing.T, tier *admission.TierAdmission, member string) *admi
 		require.NoError(t, err)
 		return l
 	}
-	l, err := tier.AcquireMember(map[string]bool{"m00": member == "m00", "m01": member == "m01"}, nil)
+	l, err := tier.AcquireMember(map[string]bool{"m00": member == "m00", "m01": member == "m01"}, nil, nil)
 	require.NoError(t, err)
 	require.Equal(t, member, l.Member())
 	return l

@@ -36,7 +36,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, errInternal)
 			return
 		}
-		target, err := at.Admit(tier)
+		target, err := at.Admit(tier, s.now())
 		if err != nil {
 			abort(c, admissionError(err))
 			return
@@ -139,16 +139,51 @@ func (s *Server) readyz(c *gin.Context) {
 
 // admissionState is the admin view of every tier's admission snapshot.
 func (s *Server) admissionState(c *gin.Context) {
-	c.JSON(http.StatusOK, snapshotsJSON(s.router.Admission().Snapshots()))
+	out := snapshotsJSON(s.router.Admission().Snapshots())
+	s.addHealth(out, s.now())
+	c.JSON(http.StatusOK, out)
+}
+
+// healthJSON is a member's passive-health state in the admission view.
+type healthJSON struct {
+	State        string     `json:"state"` // healthy, ejected or half_open
+	Streak       int        `json:"streak"`
+	Ejections    uint64     `json:"ejections"`
+	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
+}
+
+// addHealth adds passive health to the members of every tier that tracks it, read after the admission
+// snapshots (two reads: the view is not one instant, and says so by its two sources).
+func (s *Server) addHealth(tiers []tierJSON, now time.Time) {
+	for i := range tiers {
+		hs, err := s.router.Health(tiers[i].ID, now)
+		if err != nil {
+			continue // not a replica tier, or passive health off
+		}
+		for j := range tiers[i].Members {
+			for _, h := range hs {
+				if h.ID != tiers[i].Members[j].ID {
+					continue
+				}
+				hj := &healthJSON{State: h.State.String(), Streak: h.Streak, Ejections: h.Ejections}
+				if !h.EjectedUntil.IsZero() {
+					until := h.EjectedUntil.UTC().Round(time.Millisecond)
+					hj.EjectedUntil = &until
+				}
+				tiers[i].Members[j].PassiveHealth = hj
+			}
+		}
+	}
 }
 
 type memberJSON struct {
-	ID             string `json:"id"`
-	State          string `json:"state"`
-	Reason         string `json:"reason,omitempty"`
-	Draining       bool   `json:"draining"`
-	Active         int64  `json:"active_requests"`
-	MaxConcurrency int64  `json:"max_concurrency"`
+	ID             string      `json:"id"`
+	State          string      `json:"state"`
+	Reason         string      `json:"reason,omitempty"`
+	Draining       bool        `json:"draining"`
+	Active         int64       `json:"active_requests"`
+	MaxConcurrency int64       `json:"max_concurrency"`
+	PassiveHealth  *healthJSON `json:"passive_health,omitempty"`
 }
 
 type tierJSON struct {

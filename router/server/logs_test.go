@@ -3,7 +3,9 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -90,4 +92,61 @@ func TestNothingSensitiveReachesLogsOrRecords(t *testing.T) {
 			assert.NotContains(t, text, strings.TrimPrefix(m.URL(), "http://"), name)
 		}
 	}
+}
+
+// TestPassiveHealthLogsEachTransition: one warn line per ejection with tier, member, reason, streak
+// and the ejection's length, and one info line when the member recovers (here through the readiness
+// prober's next pass once the ejection ended: a 100 ms base ejection).
+func TestPassiveHealthLogsEachTransition(t *testing.T) {
+	ms := startMembers(t, 2)
+	cfg, err := load.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 4,
+		extra: "readiness:\n  interval: 100ms\n  timeout: 100ms\n"})+
+		"    passive_health: {consecutive_failures: 2, base_ejection: 100ms, max_ejection: 1s}\n"), env)
+	require.NoError(t, err)
+	logs := &lockedBuffer{}
+	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	require.NoError(t, err)
+	ctx, stop := context.WithCancel(context.Background())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx, ln) }()
+	defer func() { stop(); require.NoError(t, <-served) }()
+
+	fault(t, ms[0], fakevllm.Faults{HTTPErrors: []fakevllm.HTTPErrorFault{{Status: 503, Rate: 1}}})
+	recovered := "member recovered from passive health ejection"
+	for !strings.Contains(logs.String(), recovered) {
+		// Route requests until m00 (always picked first while idle) has failed twice, been ejected,
+		// and a probe after the 100 ms ejection has made it healthy again. Each round trip paces the
+		// loop; the test's own timeout bounds it.
+		req, _ := http.NewRequest(http.MethodPost, "http://"+ln.Addr().String()+"/v1/chat/completions",
+			strings.NewReader(chatBody(1, false)))
+		req.Header.Set("Authorization", "Bearer "+callerToken)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+	}
+	var ejected, recoveredLine map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+		var m map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &m))
+		switch m["msg"] {
+		case "member ejected by passive health":
+			if ejected == nil {
+				ejected = m
+			}
+		case recovered:
+			recoveredLine = m
+		}
+	}
+	require.NotNil(t, ejected)
+	assert.Equal(t, "WARN", ejected["level"])
+	assert.Equal(t, "replicas", ejected["tier"])
+	assert.Equal(t, "m00", ejected["member"])
+	assert.Equal(t, "consecutive_failures", ejected["reason"])
+	assert.Equal(t, 2.0, ejected["streak"])
+	assert.Equal(t, 0.1, ejected["ejection_s"])
+	require.NotNil(t, recoveredLine)
+	assert.Equal(t, "m00", recoveredLine["member"])
+	assert.Equal(t, "probe_passed", recoveredLine["reason"])
 }

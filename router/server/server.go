@@ -21,6 +21,7 @@ import (
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/health"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
@@ -60,8 +61,11 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout)}
-	prober := readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout)
-	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now()}
+	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	// Passed probes end passive health's failure streaks and half-open ejections; the router exists
+	// before the first probe runs (Start or Serve).
+	s.prober = readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout,
+		readiness.WithPassed(func(tier, member string) { s.router.ProbePassed(tier, member, time.Now()) }))
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
@@ -74,7 +78,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		s.closePressure()
 		return nil, err
 	}
-	if s.router, err = routing.New(cfg, prober.State(), source, s.decisions); err != nil {
+	if s.router, err = routing.New(cfg, s.prober.State(), source, s.decisions, routing.WithHealthEvents(s.healthEvent)); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
@@ -115,6 +119,21 @@ func (s *Server) PressureRefreshed() <-chan struct{} {
 		return nil
 	}
 	return s.pressure.Refreshed()
+}
+
+// healthEvent writes one log line per passive-health transition: an ejection (warn), a recovery and
+// an ejection the cap held back.
+func (s *Server) healthEvent(ev health.Event) {
+	attrs := []any{"tier", ev.Tier, "member", ev.Member, "reason", ev.Reason, "streak", ev.Streak}
+	switch ev.Kind {
+	case health.EventEjected:
+		s.log.Warn("member ejected by passive health", append(attrs, "ejections", ev.Ejections,
+			"ejection_s", ev.Duration.Seconds())...)
+	case health.EventRecovered:
+		s.log.Info("member recovered from passive health ejection", attrs...)
+	case health.EventHeld:
+		s.log.Warn("member kept in by the passive health cap", attrs...)
+	}
 }
 
 // Pressure reads the cached pressure of a capacity tier without scheduling collection, for operator

@@ -4,6 +4,9 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim"
 )
 
 // Metric is one named number of a run. Gates read metrics by name; the names are the report's
@@ -75,7 +78,7 @@ func outcomeNames() []string {
 }
 
 // metrics flattens a run into its named metrics, sorted by name.
-func metrics(run *Run) []Metric {
+func metrics(run *Run, windows []scenarios.Window, res *sim.Result) []Metric {
 	var m metricSet
 	t := run.Tier
 	m.scope("tier", t)
@@ -107,6 +110,8 @@ func metrics(run *Run) []Metric {
 	decisionMetrics(&m, run.Decisions)
 	telemetryMetrics(&m, run.Telemetry)
 	drainMetrics(&m, run)
+	healthMetrics(&m, run)
+	windowMetrics(&m, windows, res)
 	actionErrors := 0
 	for _, a := range run.Actions {
 		if a.Error != "" {

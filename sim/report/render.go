@@ -197,6 +197,20 @@ func (run *Run) renderEvents(w *writer) {
 		}
 		w.table(t)
 	}
+	if h := run.Health; h != nil {
+		t := &table{head: []string{"member", "ejections", "first (s)", "longest (s)", "held out (s)", "recoveries", "held by the cap"}, left: 1}
+		for _, m := range h.Members {
+			var first, longest float64
+			for k, e := range m.Ejections {
+				if k == 0 {
+					first = e.DurationS
+				}
+				longest = max(longest, e.DurationS)
+			}
+			t.row(m.ID, i64(int64(len(m.Ejections))), f(first, 1), f(longest, 1), f(m.EjectedS, 1), i64(int64(m.Recoveries)), i64(int64(m.Held)))
+		}
+		w.table(t)
+	}
 	if len(run.Drains) > 0 {
 		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "of those failed", "others active at end"}, left: 1}
 		for _, d := range run.Drains {

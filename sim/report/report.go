@@ -42,6 +42,7 @@ type Run struct {
 	Invariants Invariants `json:"invariants"`
 	Decisions  Decisions  `json:"decisions"`
 	Telemetry  Telemetry  `json:"telemetry"`
+	Health     *Health    `json:"health,omitempty"`
 	Drains     []Drain    `json:"drains,omitempty"`
 	Actions    []Action   `json:"actions,omitempty"`
 	Metrics    []Metric   `json:"metrics"` // every gate-able number, sorted by name
@@ -128,7 +129,8 @@ func buildRun(sc *scenarios.Scenario, res *sim.Result) Run {
 	run.Invariants = invariants(res.Invariants, acc)
 	run.Decisions = decisions(res)
 	run.Telemetry = telemetry(res.Telemetry)
-	run.Metrics = metrics(&run)
+	run.Health = healthOf(res)
+	run.Metrics = metrics(&run, sc.Windows, res)
 	return run
 }
 

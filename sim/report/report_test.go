@@ -62,7 +62,7 @@ func TestDeterminism(t *testing.T) {
 func TestShippedShortScenariosPassTheirGates(t *testing.T) {
 	// The hour and the ten-minute comparison run in `anvil-sim check` and the benchmark, not here.
 	for _, name := range []string{"twenty-concurrent", "decisive-unknown", "rotation", "metrics-outage",
-		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors"} {
+		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors", "failing-member"} {
 		t.Run(name, func(t *testing.T) {
 			r := build(t, lookup(t, name))
 			for _, g := range r.Gates {
@@ -246,4 +246,66 @@ func TestDrainMetrics(t *testing.T) {
 	assert.Zero(t, v)
 	require.Len(t, r.Runs[0].Drains, 1)
 	assert.Positive(t, r.Runs[0].Drains[0].ActiveAtStart, "the drain waited for requests that then succeeded")
+}
+
+// TestPassiveHealthGatesCanFail: the failing-member scenario's gates are the black hole's: with
+// passive health off, the capacity scheduler sends the failing member most of the traffic during its
+// failure, and the gates on its share, the tier's success and the ejections fail.
+func TestPassiveHealthGatesCanFail(t *testing.T) {
+	sc := lookup(t, "failing-member")
+	off := false
+	sc.Tier.PassiveHealth = &scenarios.PassiveHealth{Enabled: &off}
+	r := build(t, sc)
+	assert.False(t, r.Passed)
+	failed := map[string]float64{}
+	for _, g := range r.Gates {
+		if g.Status == GateFail {
+			failed[g.Name] = g.Actual
+		}
+	}
+	assert.Greater(t, failed["capacity: window.failing.member.vllm-3.share <= 0.05"], 0.5, "a black hole")
+	assert.Less(t, failed["capacity: window.failing.tier.success_rate >= 0.7"], 0.5)
+	assert.Contains(t, failed, "round_robin: window.failing.member.vllm-3.share <= 0.05", "round robin sends it a quarter")
+	assert.Contains(t, failed, "capacity: member.vllm-3.ejections > 0")
+	h := r.Runs[0].Health
+	assert.Nil(t, h, "no passive health, no ejections")
+}
+
+func TestHealthAndWindowMetrics(t *testing.T) {
+	r := build(t, lookup(t, "flapping-member"))
+	run := &r.Runs[1]
+	require.Equal(t, "capacity", run.Strategy)
+	require.NotNil(t, run.Health)
+	var durations []float64
+	for _, m := range run.Health.Members {
+		if m.ID == "vllm-2" {
+			for _, e := range m.Ejections {
+				durations = append(durations, e.DurationS)
+			}
+		} else {
+			assert.Empty(t, m.Ejections)
+		}
+	}
+	require.GreaterOrEqual(t, len(durations), 6)
+	for i, d := range durations {
+		assert.Equal(t, float64(10*(i+1)), d, "the n-th consecutive ejection lasts n x 10 s")
+	}
+	v, ok := run.Value("member.vllm-2.ejection_max_s")
+	require.True(t, ok)
+	assert.Equal(t, durations[len(durations)-1], v)
+	_, ok = run.Value("tier.ejections_held")
+	assert.True(t, ok)
+
+	fm := build(t, lookup(t, "failing-member"))
+	for _, run := range fm.Runs {
+		n, ok := run.Value("window.failing.tier.requests")
+		require.True(t, ok)
+		var inWindow int
+		for _, q := range []string{"vllm-0", "vllm-1", "vllm-2", "vllm-3"} {
+			v, _ := run.Value("window.failing.member." + q + ".requests")
+			inWindow += int(v)
+		}
+		assert.LessOrEqual(t, float64(inWindow), n, "members' requests are the window's admitted arrivals")
+		assert.Positive(t, n)
+	}
 }

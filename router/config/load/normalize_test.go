@@ -63,6 +63,8 @@ func TestFullAccessors(t *testing.T) {
 		MaxConcurrency: 48, APIKeyEnv: "GPU_BOX_KEY", APIKey: gpu.APIKey,
 		Host: "gpu-box.example.net", Provenance: "vllm 0.12.0, weights sha256:0123abcd, one H100",
 		Strategy: config.StrategyCapacity,
+		PassiveHealth: config.PassiveHealth{Enabled: true, ConsecutiveFailures: 3, BaseEjection: 5 * time.Second,
+			MaxEjection: 2 * time.Minute, MaxEjectedPercent: 25, Count429: true},
 		Members: []config.Member{
 			{ID: "vllm-0", Endpoint: "http://gpu-box.example.net:8001", MaxConcurrency: 32},
 			{ID: "vllm-1", Endpoint: "http://gpu-box.example.net:8002", MaxConcurrency: 32},
@@ -72,6 +74,8 @@ func TestFullAccessors(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "::1", rr.Host)
 	assert.Equal(t, config.StrategyRoundRobin, rr.Strategy, "round robin is the default strategy")
+	assert.Equal(t, config.PassiveHealth{Enabled: false, ConsecutiveFailures: 5, BaseEjection: 10 * time.Second,
+		MaxEjection: 5 * time.Minute, MaxEjectedPercent: 50}, rr.PassiveHealth, "disabled, the rest defaulted")
 	assert.Equal(t, []config.Member{{ID: "a", Endpoint: "http://[::1]:9001"}, {ID: "b", Endpoint: "http://[::1]:9002", MaxConcurrency: 8}}, rr.Members)
 	hosted, ok := c.Alias("big")
 	require.True(t, ok)
