@@ -30,7 +30,7 @@ func TestHealthResult(t *testing.T) {
 		{decisionlog.OutcomeUpstreamTransportError, 502, 0, false, health.Failure},
 		{decisionlog.OutcomeStreamTruncated, 200, time.Millisecond, false, health.Failure},
 		{decisionlog.OutcomeMalformedStream, 200, time.Millisecond, false, health.Failure},
-		{decisionlog.OutcomeUpstreamTimeout, 504, 0, false, health.Failure},               // nothing in time
+		{decisionlog.OutcomeUpstreamTimeout, 504, 0, false, health.Failure},                // nothing in time
 		{decisionlog.OutcomeUpstreamTimeout, 200, time.Millisecond, false, health.Neutral}, // a long answer
 		{decisionlog.OutcomeClientCanceled, 499, 0, false, health.Neutral},
 		{decisionlog.OutcomeClientCanceled, 200, time.Millisecond, false, health.Neutral},
