@@ -48,7 +48,15 @@ type Tier struct {
 	MaxConcurrency int64          `yaml:"max_concurrency"`
 	Gates          Gates          `yaml:"gates"`
 	PassiveHealth  *PassiveHealth `yaml:"passive_health"` // absent: the router's defaults, enabled
+	Queue          *Queue         `yaml:"queue"`          // absent: no admission queue
 	Members        []Member       `yaml:"members"`        // 2-16
+}
+
+// Queue is the tier's admission queue, rendered into the router configuration's tiers[].queue; the
+// router's config model validates it when the scenario is loaded.
+type Queue struct {
+	MaxWaiting int64         `yaml:"max_waiting"`
+	Timeout    time.Duration `yaml:"timeout"`
 }
 
 // PassiveHealth is the tier's passive-health policy, rendered into the router configuration's

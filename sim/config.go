@@ -36,6 +36,9 @@ func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int) confi
 		tier.MaxConcurrency = &t.MaxConcurrency
 	}
 	tier.PassiveHealth = passiveHealth(t.PassiveHealth)
+	if q := t.Queue; q != nil {
+		tier.Queue = &config.QueueDoc{MaxWaiting: &q.MaxWaiting, Timeout: &q.Timeout}
+	}
 	if g := t.Gates; g.MaxContextTokens > 0 || g.MaxOutputTokens > 0 {
 		tier.Gates = &config.GatesDoc{}
 		if g.MaxContextTokens > 0 {

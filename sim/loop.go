@@ -10,17 +10,18 @@ import (
 type kind uint8
 
 const (
-	evEngine      kind = iota // a member's engine reached its next step end: a = member, b = wake generation
-	evCut                     // a stream-close fault cuts request a
-	evCancel                  // the client of request a gives up
-	evUpstreamErr             // member answered request a with an HTTP error
-	evTimeout                 // the earliest live upstream timer of kind a expired
-	evAction                  // scenario event a
-	evProbe                   // readiness probe of every member
-	evScrapeDone              // worker a finished its scrape
-	evWorkers                 // idle workers look for queued refreshes
-	evArrival                 // a request arrives: a = closed-loop client, -1 for the open loop
-	evStop                    // the run's duration is over: no more arrivals
+	evEngine       kind = iota // a member's engine reached its next step end: a = member, b = wake generation
+	evCut                      // a stream-close fault cuts request a
+	evCancel                   // the client of request a gives up
+	evUpstreamErr              // member answered request a with an HTTP error
+	evTimeout                  // the earliest live upstream timer of kind a expired
+	evAction                   // scenario event a
+	evProbe                    // readiness probe of every member
+	evScrapeDone               // worker a finished its scrape
+	evWorkers                  // idle workers look for queued refreshes
+	evArrival                  // a request arrives: a = closed-loop client, -1 for the open loop
+	evStop                     // the run's duration is over: no more arrivals
+	evQueueTimeout             // queued request a reached its queue deadline
 )
 
 // Priorities order events within one instant (sim/event's tie rule 2). Lease releases come first,
@@ -112,6 +113,8 @@ func (w *world) dispatch(e ev) {
 		w.press.kick()
 	case evArrival:
 		w.arrive(int(e.a))
+	case evQueueTimeout:
+		w.queueTimeout(int(e.a))
 	case evStop:
 		w.arrivals = false
 	}

@@ -53,6 +53,7 @@ func (w *world) action(i int) {
 	w.auditIntent()
 	w.audit()
 	w.checkDrains()
+	w.retryQueue() // a readmission or a quiesce changes what the queue's head may get
 }
 
 func (w *world) quiesce(mi int, reason string) error {

@@ -82,12 +82,25 @@ func (w *world) arrive(client int) {
 	w.settle(id, decisionlog.OutcomeRefused, status)
 }
 
-// admit takes the lease through the attempt's Admit, the server's one admission call.
+// admit takes the lease through the attempt's Admit, the server's one admission call. A request the
+// tier's queue takes waits there (see queue.go).
 func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 	at := w.attempts.get(w.reqs[id].attempt)
 	target, err := at.Admit(tier, w.at(w.now))
 	if w.press != nil {
 		w.press.afterSnapshot()
+	}
+	if errors.Is(err, routing.ErrQueued) {
+		w.enqueue(id, tier, sh)
+		return
+	}
+	w.admitted(id, target, err, sh)
+}
+
+// admitted ends an admission attempt: dispatch on a lease, settle on a refusal.
+func (w *world) admitted(id int, target routing.Target, err error, sh scenarios.Shape) {
+	if errors.Is(err, admission.ErrQueueFull) {
+		w.res.Queue.Full++
 	}
 	if err != nil {
 		w.notAdmitted(err)
@@ -105,7 +118,7 @@ func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 	r.Member, r.Attempts = int8(mi), 1
 	w.res.Decisions.Admitted++
 	w.res.Members[mi].Selected++
-	w.auditDecision(at, target.Member)
+	w.auditDecision(w.attempts.get(rs.attempt), target.Member)
 	w.auditScope(mi)
 	w.acct.change(w.now, mi, +1)
 	w.audit()
@@ -206,6 +219,7 @@ func (w *world) abort(id int, outcome decisionlog.Outcome, status int) {
 func (w *world) settle(id int, outcome decisionlog.Outcome, status int) {
 	rs, r := &w.reqs[id], &w.res.Requests[id]
 	r.End, r.Outcome, r.Status = w.now, outcome, int16(status)
+	defer w.retryQueue() // a release, or a refusal that left the queue, may let the head in
 	if rs.slot >= 0 {
 		w.members[r.Member].untrack(w, id)
 	}
@@ -215,7 +229,8 @@ func (w *world) settle(id int, outcome decisionlog.Outcome, status int) {
 	}
 	// A refused record is counted in the log's Stats, which the report gates on; a second release
 	// would be counted by admission itself (Snapshot.ReleaseMisuse), which the report reads too.
-	_, _ = at.Finish(w.at(w.now), status)
+	rec, _ := at.Finish(w.at(w.now), status)
+	r.Queued = rec.Queued
 	w.attempts.drop(rs.attempt)
 	rs.attempt = -1
 	if rs.active {

@@ -31,6 +31,7 @@ type Result struct {
 	Actions     []Action // timed scenario events as applied
 	Series      Series
 	DecisionLog decisionlog.Stats
+	Queue       QueueStats
 }
 
 // Request is one request's compact record: times are offsets from the epoch.
@@ -41,6 +42,7 @@ type Request struct {
 	Prompt     int32         // real prompt tokens
 	Output     int32         // tokens generated
 	Member     int8          // index into Result.Members, -1 when none was selected
+	Queued     time.Duration // time in the tier's admission queue
 	Outcome    decisionlog.Outcome
 	// Attempts is what the router side records (the decision record's attempts): 1 once
 	// admitted. The member side counts what actually arrived (MemberResult.Received and
@@ -140,6 +142,14 @@ type DecisionStats struct {
 	// The spec's decisive cases: an upstream-unknown member with lower local load beat a fresh
 	// one; at equal local load a fresh member beat an unknown one.
 	UnknownLowerLocalWins, FreshBeatsUnknown uint64
+}
+
+// QueueStats count what the tier's admission queue did.
+type QueueStats struct {
+	Enqueued uint64 // requests that waited
+	Timeouts uint64 // of those, refused at their deadline
+	Full     uint64 // requests refused because the queue was full
+	Peak     int    // most requests waiting at once
 }
 
 // TelemetryStats describe the pressure cache core as the two virtual workers drove it.

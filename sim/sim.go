@@ -92,7 +92,9 @@ type world struct {
 	drains   []*drainWatch
 	res      *Result
 	acct     leaseAccount
-	sick     int // members passive health has ejected and not yet seen recover
+	sick     int      // members passive health has ejected and not yet seen recover
+	queue    []waiter // requests in the tier's admission queue, in arrival order
+	retrying bool     // retryQueue is running
 	buf      []engine.Event
 	timers   [numTimers]deadlines
 	views    []memberView  // scratch for the evidence audit

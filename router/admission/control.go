@@ -14,6 +14,7 @@ func (t *TierAdmission) Quiesce(reason string) error {
 	defer t.mu.Unlock()
 	t.quiesced, t.reason = true, reason
 	t.wakeLocked()
+	t.wakeAllLocked() // every waiter retries, is refused as quiesced and leaves the queue
 	return nil
 }
 
@@ -31,6 +32,7 @@ func (t *TierAdmission) QuiesceMember(member, reason string) error {
 	defer t.mu.Unlock()
 	t.members[i].quiesced, t.members[i].reason = true, reason
 	t.wakeLocked()
+	t.wakeHeadLocked()
 	return nil
 }
 
@@ -40,6 +42,7 @@ func (t *TierAdmission) Readmit() error {
 	defer t.mu.Unlock()
 	t.quiesced, t.reason = false, ""
 	t.wakeLocked()
+	t.wakeHeadLocked()
 	return nil
 }
 
@@ -53,6 +56,7 @@ func (t *TierAdmission) ReadmitMember(member string) error {
 	defer t.mu.Unlock()
 	t.members[i].quiesced, t.members[i].reason = false, ""
 	t.wakeLocked()
+	t.wakeHeadLocked()
 	return nil
 }
 

@@ -26,6 +26,13 @@ var (
 	ErrNotQuiesced = errors.New("admission: scope is not quiesced")
 	// ErrInvalidReason refuses a reason code outside the reason grammar.
 	ErrInvalidReason = errors.New("admission: invalid reason code")
+	// ErrNoQueue refuses Enqueue on a tier without a queue.
+	ErrNoQueue = errors.New("admission: the tier has no queue")
+	// ErrQueueFull refuses Enqueue when the tier's queue holds its max_waiting requests.
+	ErrQueueFull = errors.New("admission: queue full")
+	// ErrQueueAhead refuses an acquire that would overtake requests waiting in the tier's queue: a
+	// request without a ticket queues behind them (or is refused like ErrExhausted when it cannot).
+	ErrQueueAhead = errors.New("admission: requests are queued ahead")
 )
 
 // Detailed refusals, built once so the acquire path never formats under the lock.
@@ -39,4 +46,8 @@ var (
 	errIncompleteReady    = fmt.Errorf("%w: readiness must cover exactly the configured members", ErrInvalidSnapshot)
 	errIncompletePressure = fmt.Errorf("%w: pressure must be absent or cover exactly the configured members", ErrInvalidSnapshot)
 	errUnknownTrial       = fmt.Errorf("%w: trial may name only configured members", ErrInvalidSnapshot)
+	errNoQueue            = ErrNoQueue
+	errQueueFull          = fmt.Errorf("%w: %w", ErrExhausted, ErrQueueFull)
+	errQueueAhead         = fmt.Errorf("%w: %w", ErrExhausted, ErrQueueAhead)
+	errTicketGone         = errors.New("admission: the ticket is not waiting in this tier's queue")
 )

@@ -61,6 +61,7 @@ func (l *Lease) Release() bool {
 		t.members[l.member].active--
 	}
 	t.wakeLocked()
+	t.wakeHeadLocked()
 	return true
 }
 

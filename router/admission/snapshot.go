@@ -26,6 +26,9 @@ type Snapshot struct {
 	Released       uint64
 	ReleaseMisuse  uint64
 	Cursor         int              // next sorted member index round robin or rotation starts from
+	Waiting        int              // requests in the tier's admission queue
+	MaxWaiting     int              // the queue's bound, 0 = no queue
+	QueueFull      uint64           // requests refused because the queue was full
 	Members        []MemberSnapshot // sorted by ID, nil for direct tiers
 }
 
@@ -73,6 +76,9 @@ func (t *TierAdmission) Snapshot() Snapshot {
 		Released:       t.released,
 		ReleaseMisuse:  t.misuse,
 		Cursor:         t.cursor,
+		Waiting:        t.waiting,
+		MaxWaiting:     t.maxWaiting,
+		QueueFull:      t.queueFull,
 		Members:        members,
 	}
 }

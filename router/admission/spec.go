@@ -66,6 +66,9 @@ type TierSpec struct {
 	MaxConcurrency int64
 	Strategy       Strategy
 	Members        []MemberSpec
+	// MaxWaiting bounds the tier's admission queue (queue.go), 0..MaxWaiting; 0 means no queue: a
+	// request that finds no capacity is refused at once.
+	MaxWaiting int
 }
 
 // Set holds the admission state of every configured tier. It is immutable after
@@ -129,6 +132,9 @@ func validateTier(spec TierSpec) error {
 	}
 	if spec.Strategy > StrategyCapacity {
 		return fmt.Errorf("unknown replica strategy")
+	}
+	if spec.MaxWaiting < 0 || spec.MaxWaiting > MaxWaiting {
+		return fmt.Errorf("max_waiting must be 0-%d", MaxWaiting)
 	}
 	switch spec.Kind {
 	case KindDirect:

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 
@@ -31,6 +32,13 @@ type TierAdmission struct {
 	cursor   int
 	members  []memberState // by sorted index
 	wake     chan struct{} // handed out by Changed, closed at the next change; nil when nobody waits
+
+	// The queue (queue.go). maxWaiting is immutable; 0 means no queue.
+	maxWaiting int
+	queue      []*Ticket // FIFO; tickets that left stay until they reach the front
+	waiting    int       // tickets in queue that have not left
+	nextSeq    uint64
+	queueFull  uint64 // Enqueue refusals for a full queue
 }
 
 type memberState struct {
@@ -48,6 +56,8 @@ func newTier(spec TierSpec) *TierAdmission {
 		ceiling:  spec.MaxConcurrency,
 		index:    make(map[string]int, len(ms)),
 		members:  make([]memberState, len(ms)),
+
+		maxWaiting: spec.MaxWaiting,
 	}
 	var sum int64
 	for i, m := range ms {
@@ -86,15 +96,7 @@ func (t *TierAdmission) Acquire() (*Lease, error) {
 	if t.kind != KindDirect {
 		return nil, errNotDirect
 	}
-	l := &Lease{tier: t, member: -1} // allocated outside the lock
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.checkTierLocked(); err != nil {
-		return nil, err
-	}
-	t.active++
-	t.acquired++
-	return l, nil
+	return t.acquire(nil, nil)
 }
 
 // AcquireMember selects and reserves one member of a replica tier without
@@ -124,32 +126,82 @@ func (t *TierAdmission) AcquireMember(ready map[string]bool, pressure map[string
 	if err := t.copyTrial(&in, trial); err != nil {
 		return nil, err
 	}
-	l := &Lease{tier: t} // allocated outside the lock
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.checkTierLocked(); err != nil {
+	return t.acquire(&in, nil)
+}
+
+// AcquireQueued is Acquire (direct tiers: ready, pressure and trial are ignored) or AcquireMember
+// (replica tiers) for a request holding a queue ticket. Only the head of the queue may acquire; a
+// ticket behind it is refused with ErrQueueAhead and keeps its place. On success the ticket leaves
+// the queue and the next head is woken. A refusal because the tier (or every member) is quiesced
+// takes the ticket off the queue: a quiesce empties the queue with the quiesced refusal. An
+// exhausted refusal keeps the place.
+func (t *TierAdmission) AcquireQueued(tk *Ticket, ready map[string]bool, pressure map[string]scheduler.Pressure, trial map[string]bool) (*Lease, error) {
+	if tk == nil || tk.tier != t {
+		return nil, errTicketGone
+	}
+	if t.kind == KindDirect {
+		return t.acquire(nil, tk)
+	}
+	var in inputs
+	if err := t.copyInputs(&in, ready, pressure); err != nil {
 		return nil, err
 	}
-	if t.allMembersQuiescedLocked() {
-		return nil, errMembersQuiesced
+	if err := t.copyTrial(&in, trial); err != nil {
+		return nil, err
 	}
-	var i int
-	var err error
-	if t.strategy == StrategyCapacity {
-		i, err = t.rankLocked(&in, &l.decision)
-		l.hasDecision = err == nil
-	} else {
-		i, err = t.walkLocked(&in)
+	return t.acquire(&in, tk)
+}
+
+// acquire is the one critical section: queue order, tier checks, selection (in is nil for a direct
+// tier) and reservation of tier and member together, then the cursor.
+func (t *TierAdmission) acquire(in *inputs, tk *Ticket) (*Lease, error) {
+	l := &Lease{tier: t, member: -1} // allocated outside the lock
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.quiesced {
+		// The quiesced refusal comes before queue order: every waiter gets it, in whatever order they
+		// retry, and leaves the queue.
+		t.leaveLocked(tk)
+		return nil, errTierQuiesced
 	}
+	if err := t.queueAheadLocked(tk); err != nil {
+		return nil, err
+	}
+	i, err := t.selectLocked(in, l)
 	if err != nil {
+		if errors.Is(err, ErrQuiesced) {
+			t.leaveLocked(tk)
+		}
 		return nil, err
 	}
 	t.active++
-	t.members[i].active++
 	t.acquired++
-	t.cursor = (i + 1) % len(t.members) // only after the reservation
-	l.member = i
+	if i >= 0 {
+		t.members[i].active++
+		t.cursor = (i + 1) % len(t.members) // only after the reservation
+		l.member = i
+	}
+	t.admittedLocked(tk)
 	return l, nil
+}
+
+// selectLocked checks the tier and, for a replica tier, selects a member (-1 for a direct tier).
+func (t *TierAdmission) selectLocked(in *inputs, l *Lease) (int, error) {
+	if err := t.checkTierLocked(); err != nil {
+		return -1, err
+	}
+	if in == nil {
+		return -1, nil
+	}
+	if t.allMembersQuiescedLocked() {
+		return -1, errMembersQuiesced
+	}
+	if t.strategy == StrategyCapacity {
+		i, err := t.rankLocked(in, &l.decision)
+		l.hasDecision = err == nil
+		return i, err
+	}
+	return t.walkLocked(in)
 }
 
 // inputs is the per-call copy of the caller's maps, indexed by sorted member.

@@ -141,7 +141,16 @@ type Tier struct {
 	Provenance     string // replica only: declared replica provenance
 	Strategy       Strategy
 	PassiveHealth  PassiveHealth // replica only
+	Queue          Queue         // the admission queue; MaxWaiting 0 = none
 	Members        []Member      // replica only, in file order
+}
+
+// Queue is a tier's admission queue: a request that finds no capacity waits, holding no reservation,
+// in a FIFO of at most MaxWaiting requests for at most Timeout. The zero Queue is no queue: such a
+// request is refused at once (503 with Retry-After).
+type Queue struct {
+	MaxWaiting int
+	Timeout    time.Duration
 }
 
 // PassiveHealth is a replica tier's passive-health policy (router/health): consecutive upstream

@@ -89,7 +89,14 @@ type TierDoc struct {
 	Provenance      *string           `mapstructure:"provenance" yaml:"provenance,omitempty"`
 	ReplicaStrategy *string           `mapstructure:"replica_strategy" yaml:"replica_strategy,omitempty"`
 	PassiveHealth   *PassiveHealthDoc `mapstructure:"passive_health" yaml:"passive_health,omitempty"`
+	Queue           *QueueDoc         `mapstructure:"queue" yaml:"queue,omitempty"`
 	Members         []MemberDoc       `mapstructure:"members" yaml:"members,omitempty"`
+}
+
+// QueueDoc is a tier's queue section of a Document.
+type QueueDoc struct {
+	MaxWaiting *int64         `mapstructure:"max_waiting" yaml:"max_waiting,omitempty"`
+	Timeout    *time.Duration `mapstructure:"timeout" yaml:"timeout,omitempty"`
 }
 
 // PassiveHealthDoc is a replica tier's passive_health section of a Document.

@@ -79,7 +79,13 @@ type normTier struct {
 	Provenance      string             `yaml:"provenance,omitempty"`
 	ReplicaStrategy string             `yaml:"replica_strategy,omitempty"`
 	PassiveHealth   *normPassiveHealth `yaml:"passive_health,omitempty"`
+	Queue           *normQueue         `yaml:"queue,omitempty"`
 	Members         []normMember       `yaml:"members,omitempty"`
+}
+
+type normQueue struct {
+	MaxWaiting int    `yaml:"max_waiting"`
+	Timeout    string `yaml:"timeout"`
 }
 
 type normPassiveHealth struct {
@@ -179,6 +185,9 @@ func normTierOf(t Tier) normTier {
 		Host:            t.Host,
 		Provenance:      t.Provenance,
 		ReplicaStrategy: string(t.Strategy),
+	}
+	if q := t.Queue; q.MaxWaiting > 0 {
+		nt.Queue = &normQueue{MaxWaiting: q.MaxWaiting, Timeout: fmtDuration(q.Timeout)}
 	}
 	if t.Kind == KindReplica {
 		ph := t.PassiveHealth

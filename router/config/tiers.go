@@ -2,6 +2,7 @@ package config
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/anvil-llm/anvil/router/ident"
 )
@@ -74,6 +75,9 @@ func (b *tierBuilder) tier(rt TierDoc, path string) (Tier, error) {
 		return Tier{}, err
 	}
 	if t.APIKeyEnv, t.APIKey, err = b.apiKey(rt.APIKeyEnv, path+".api_key_env"); err != nil {
+		return Tier{}, err
+	}
+	if t.Queue, err = buildQueue(rt.Queue, path+".queue"); err != nil {
 		return Tier{}, err
 	}
 	if t.Kind == KindDirect {
@@ -195,4 +199,34 @@ func (b *tierBuilder) endpoint(raw, path string) (endpoint, error) {
 	}
 	b.endpoints[ep.normalized] = true
 	return ep, nil
+}
+
+// Bounds of a tier's queue.
+const (
+	maxQueueWaiting = 100_000 // admission.MaxWaiting
+	minQueueTimeout = 10 * time.Millisecond
+	maxQueueTimeout = 10 * time.Minute
+)
+
+// buildQueue validates a tier's queue section: absent means no queue; present, both settings are
+// required, since how long a burst may wait and how large it may grow are the operator's choice.
+func buildQueue(r *QueueDoc, path string) (Queue, error) {
+	if r == nil {
+		return Queue{}, nil
+	}
+	if r.MaxWaiting == nil {
+		return Queue{}, invalid(path+".max_waiting", "is required")
+	}
+	if r.Timeout == nil {
+		return Queue{}, invalid(path+".timeout", "is required")
+	}
+	n, err := intIn(r.MaxWaiting, 0, 1, maxQueueWaiting, path+".max_waiting")
+	if err != nil {
+		return Queue{}, err
+	}
+	d, err := durIn(r.Timeout, 0, minQueueTimeout, maxQueueTimeout, path+".timeout")
+	if err != nil {
+		return Queue{}, err
+	}
+	return Queue{MaxWaiting: int(n), Timeout: d}, nil
 }

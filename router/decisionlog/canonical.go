@@ -28,6 +28,9 @@ func scanCanonical(line []byte) (Record, bool) {
 	r.Status = int(c.int(`,"status":`))
 	r.Duration = time.Duration(c.int(`,"duration_ns":`))
 	r.FirstByte = time.Duration(c.int(`,"first_byte_ns":`))
+	if c.peek(`,"queued_ns":`) {
+		r.Queued = time.Duration(c.int(`,"queued_ns":`))
+	}
 	if c.peek(`,"ejected_members":`) {
 		r.EjectedMembers = int(c.int(`,"ejected_members":`))
 	}

@@ -13,9 +13,10 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [14]string {
+func recordKeys() [15]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
-		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "ejected_members", "replica_scheduler"}
+		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "queued_ns", "ejected_members",
+		"replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -28,7 +29,9 @@ func scoreKeys() [7]string {
 }
 
 // optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
-func optionalRecordKey(k string) bool { return k == "ejected_members" || k == "replica_scheduler" }
+func optionalRecordKey(k string) bool {
+	return k == "queued_ns" || k == "ejected_members" || k == "replica_scheduler"
+}
 
 // required is the optional-key predicate of an object whose keys are all required.
 func required(string) bool { return false }
@@ -62,7 +65,7 @@ func (t tokens) object(path string, keys []string, optional func(string) bool, f
 	if tok != json.Delim('{') {
 		return &fieldError{path, ErrWrongType}
 	}
-	var seen uint32 // key sets have at most 14 entries
+	var seen uint32 // key sets have at most 15 entries
 	for t.dec.More() {
 		tok, err := t.next()
 		if err != nil {
@@ -227,6 +230,9 @@ func (t tokens) recordField(r *Record, key, p string) error {
 	case "first_byte_ns":
 		v, _, err = t.integer(p, 0, int64(MaxDuration), false)
 		r.FirstByte = time.Duration(v)
+	case "queued_ns":
+		v, _, err = t.integer(p, 1, int64(MaxDuration), false)
+		r.Queued = time.Duration(v)
 	case "ejected_members":
 		v, _, err = t.integer(p, 1, ident.MaxMembers-1, false)
 		r.EjectedMembers = int(v)

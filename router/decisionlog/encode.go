@@ -10,7 +10,7 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and ejected_members and replica_scheduler only when present. Every string it writes is a
+// nanoseconds, and queued_ns, ejected_members and replica_scheduler only when present. Every string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
 // are produced directly rather than through reflection.
 func appendJSON(b []byte, r *Record) []byte {
@@ -28,6 +28,9 @@ func appendJSON(b []byte, r *Record) []byte {
 	b = appendIntField(b, `,"status":`, int64(r.Status))
 	b = appendIntField(b, `,"duration_ns":`, int64(r.Duration))
 	b = appendIntField(b, `,"first_byte_ns":`, int64(r.FirstByte))
+	if r.Queued > 0 {
+		b = appendIntField(b, `,"queued_ns":`, int64(r.Queued))
+	}
 	if r.EjectedMembers > 0 {
 		b = appendIntField(b, `,"ejected_members":`, int64(r.EjectedMembers))
 	}
@@ -129,6 +132,9 @@ func (r Record) Line() string {
 	writeKV(&b, "status", strconv.Itoa(rec.Status))
 	writeKV(&b, "duration_ms", millis(rec.Duration))
 	writeKV(&b, "first_byte_ms", millis(rec.FirstByte))
+	if rec.Queued > 0 {
+		writeKV(&b, "queued_ms", millis(rec.Queued))
+	}
 	if rec.EjectedMembers > 0 {
 		writeKV(&b, "ejected_members", strconv.Itoa(rec.EjectedMembers))
 	}

@@ -75,6 +75,9 @@ type Record struct {
 	Start     time.Time
 	Duration  time.Duration
 	FirstByte time.Duration
+	// Queued is how long the request waited in its tier's admission queue (0: it did not queue; 0 is
+	// omitted from every encoding). It is part of Duration.
+	Queued time.Duration
 	// EjectedMembers is how many members of the record's replica tier passive health held out of
 	// eligibility when the request was admitted or refused (0-15; 0 is omitted from every encoding).
 	// A request routed, or refused, while members were ejected says so here.
@@ -155,6 +158,8 @@ func checkFields(r *Record) error {
 		return &fieldError{"duration_ns", ErrInvalidValue}
 	case r.FirstByte < 0 || r.FirstByte > MaxDuration:
 		return &fieldError{"first_byte_ns", ErrInvalidValue}
+	case r.Queued < 0 || r.Queued > r.Duration:
+		return &fieldError{"queued_ns", ErrInvalidValue}
 	case r.EjectedMembers < 0 || r.EjectedMembers >= ident.MaxMembers:
 		return &fieldError{"ejected_members", ErrInvalidValue}
 	case r.EjectedMembers > 0 && r.Route != RouteReplica:

@@ -168,6 +168,7 @@ func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
 func TestRecordCarriesNoFreeText(t *testing.T) {
 	r := capacityRecord(t)
 	r.EjectedMembers = 1
+	r.Queued = r.Duration
 	n, err := normalize(r)
 	require.NoError(t, err)
 	var m map[string]any
@@ -212,4 +213,25 @@ func TestEjectedMembers(t *testing.T) {
 		_, err := ReadJSONL(strings.NewReader(c.line+"\n"), 1)
 		assert.Error(t, err, c.name)
 	}
+}
+
+func TestQueued(t *testing.T) {
+	var sink bytes.Buffer
+	l := mustLog(t, 8, &sink)
+	r := directRecord()
+	r.Queued = r.Duration / 2
+	require.Positive(t, r.Queued)
+	require.NoError(t, l.Add(r))
+	assert.Contains(t, sink.String(), `,"queued_ns":`+strconv.FormatInt(int64(r.Queued), 10)+"}")
+	assert.Contains(t, r.Line(), " queued_ms=")
+	recs, err := ReadJSONL(bytes.NewReader(sink.Bytes()), 1)
+	require.NoError(t, err)
+	assert.Equal(t, r.Queued, recs[0].Queued)
+	r.Queued = 0
+	assert.NotContains(t, r.Line(), "queued", "absent when the request did not queue")
+	r.Queued = r.Duration + 1
+	assert.ErrorIs(t, l.Add(r), ErrInvalidRecord, "queueing is part of the request's duration")
+	line := strings.TrimSuffix(sink.String(), "\n")
+	_, err = ReadJSONL(strings.NewReader(strings.Replace(line, `"queued_ns":`, `"queued_ns":0,"x":`, 1)+"\n"), 1)
+	assert.Error(t, err)
 }

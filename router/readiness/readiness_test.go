@@ -2,8 +2,6 @@ package readiness
 
 import (
 	"context"
-	"errors"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +11,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/anvil-llm/anvil/internal/pipenet"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -119,83 +118,12 @@ func TestSnapshotIsDetached(t *testing.T) {
 	assert.ErrorIs(t, s.Record("u", "a", Ready), ErrUnknownMember)
 }
 
-// pipeNet is an in-memory network of real HTTP servers for tests inside a synctest bubble: every
-// connection is a net.Pipe, so a blocked read is durably blocked and fake time can advance past it.
-// Servers and client are real net/http; only the sockets are in memory.
-type pipeNet struct {
-	mu        sync.Mutex
-	listeners map[string]*pipeListener // by host:port
-	servers   []*http.Server
-	transport *http.Transport
-}
-
-func newPipeNet(t *testing.T) *pipeNet {
-	n := &pipeNet{listeners: map[string]*pipeListener{}}
-	n.transport = &http.Transport{DialContext: n.dial}
-	t.Cleanup(func() {
-		for _, srv := range n.servers {
-			_ = srv.Close()
-		}
-		n.transport.CloseIdleConnections()
-	})
+// newPipeNet is an in-memory network for a synctest bubble, closed when the test ends.
+func newPipeNet(t *testing.T) *pipenet.Net {
+	n := pipenet.New()
+	t.Cleanup(n.Close)
 	return n
 }
-
-// serve starts a real HTTP server for h at addr ("member-a:80") and returns its base URL.
-func (n *pipeNet) serve(addr string, h http.Handler) string {
-	l := &pipeListener{addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
-	srv := &http.Server{Handler: h}
-	n.mu.Lock()
-	n.listeners[addr] = l
-	n.servers = append(n.servers, srv)
-	n.mu.Unlock()
-	go func() { _ = srv.Serve(l) }()
-	return "http://" + addr
-}
-
-func (n *pipeNet) client() *http.Client { return &http.Client{Transport: n.transport} }
-
-func (n *pipeNet) dial(ctx context.Context, _, addr string) (net.Conn, error) {
-	n.mu.Lock()
-	l := n.listeners[addr]
-	n.mu.Unlock()
-	if l == nil {
-		return nil, &net.OpError{Op: "dial", Net: "pipe", Err: errors.New("connection refused")}
-	}
-	client, server := net.Pipe()
-	select {
-	case l.conns <- server:
-		return client, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
-}
-
-type pipeListener struct {
-	addr   string
-	conns  chan net.Conn
-	once   sync.Once
-	closed chan struct{}
-}
-
-func (l *pipeListener) Accept() (net.Conn, error) {
-	select {
-	case c := <-l.conns:
-		return c, nil
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
-}
-
-func (l *pipeListener) Close() error   { l.once.Do(func() { close(l.closed) }); return nil }
-func (l *pipeListener) Addr() net.Addr { return pipeAddr(l.addr) }
-
-type pipeAddr string
-
-func (a pipeAddr) Network() string { return "pipe" }
-func (a pipeAddr) String() string  { return string(a) }
 
 // memberHandler answers /v1/models with model and /health with 200, or, when hang is set, holds
 // /health until the probe gives up.
@@ -223,11 +151,11 @@ func TestHungMemberIsBoundedAndIsolated(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pn := newPipeNet(t)
 		targets := []Target{
-			{Tier: "t", Member: "a", BaseURL: pn.serve("member-a:80", memberHandler("llama", true)), ServedModel: "llama"},
-			{Tier: "t", Member: "b", BaseURL: pn.serve("member-b:80", memberHandler("llama", false)), ServedModel: "llama"},
+			{Tier: "t", Member: "a", BaseURL: pn.Serve("member-a:80", memberHandler("llama", true)), ServedModel: "llama"},
+			{Tier: "t", Member: "b", BaseURL: pn.Serve("member-b:80", memberHandler("llama", false)), ServedModel: "llama"},
 		}
 		const timeout = 5 * time.Second
-		p := NewProber(pn.client(), targets, time.Hour, timeout)
+		p := NewProber(pn.Client(), targets, time.Hour, timeout)
 		start := time.Now()
 		done := make(chan struct{})
 		go func() {
@@ -268,7 +196,7 @@ func TestRunStopsWithContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		pn := newPipeNet(t)
 		var rounds atomic.Int32
-		url := pn.serve("member-a:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		url := pn.Serve("member-a:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			if r.URL.Path == "/v1/models" {
 				_, _ = w.Write([]byte(`{"data":[{"id":"m"}]}`))
 				return
@@ -276,7 +204,7 @@ func TestRunStopsWithContext(t *testing.T) {
 			rounds.Add(1)
 			w.WriteHeader(http.StatusOK)
 		}))
-		p := NewProber(pn.client(), []Target{{Tier: "t", Member: "a", BaseURL: url, ServedModel: "m"}}, time.Minute, time.Second)
+		p := NewProber(pn.Client(), []Target{{Tier: "t", Member: "a", BaseURL: url, ServedModel: "m"}}, time.Minute, time.Second)
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan struct{})
 		go func() { p.Run(ctx); close(done) }()

@@ -20,7 +20,8 @@ func AdmissionSpecs(cfg config.Config) []admission.TierSpec {
 	tiers := cfg.Tiers()
 	out := make([]admission.TierSpec, 0, len(tiers))
 	for _, t := range tiers {
-		spec := admission.TierSpec{ID: t.ID, Kind: admission.KindDirect, MaxConcurrency: t.MaxConcurrency}
+		spec := admission.TierSpec{ID: t.ID, Kind: admission.KindDirect, MaxConcurrency: t.MaxConcurrency,
+			MaxWaiting: t.Queue.MaxWaiting}
 		if t.Kind == config.KindReplica {
 			spec.Kind = admission.KindReplica
 			if t.Strategy == config.StrategyCapacity {

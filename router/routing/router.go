@@ -99,15 +99,20 @@ type Target struct {
 }
 
 // admit takes the tier's completed snapshots once (readiness with passive health applied at now, and
-// pressure) and asks admission once. On success the caller owns the lease and must release it
-// exactly once; on failure nothing is reserved. ejected is how many members passive health held out.
-func (r *Router) admit(tier config.Tier, now time.Time) (lease *admission.Lease, target Target, ejected int, err error) {
+// pressure) and asks admission once, as the queue's ticket holder when tk is not nil. On success the
+// caller owns the lease and must release it exactly once; on failure nothing is reserved. ejected is
+// how many members passive health held out.
+func (r *Router) admit(tier config.Tier, now time.Time, tk *admission.Ticket) (lease *admission.Lease, target Target, ejected int, err error) {
 	adm, ok := r.admission.Tier(tier.ID)
 	if !ok {
 		return nil, Target{}, 0, admission.ErrUnknownTier
 	}
 	if tier.Kind == config.KindDirect {
-		lease, err := adm.Acquire()
+		if tk != nil {
+			lease, err = adm.AcquireQueued(tk, nil, nil, nil)
+		} else {
+			lease, err = adm.Acquire()
+		}
 		if err != nil {
 			return nil, Target{}, 0, err
 		}
@@ -120,7 +125,12 @@ func (r *Router) admit(tier config.Tier, now time.Time) (lease *admission.Lease,
 			pressure = p
 		}
 	}
-	if lease, err = adm.AcquireMember(ready, pressure, trial); err != nil {
+	if tk != nil {
+		lease, err = adm.AcquireQueued(tk, ready, pressure, trial)
+	} else {
+		lease, err = adm.AcquireMember(ready, pressure, trial)
+	}
+	if err != nil {
 		return nil, Target{}, ejected, err
 	}
 	m, ok := tier.Member(lease.Member())

@@ -1,6 +1,8 @@
 package routing
 
 import (
+	"errors"
+	"fmt"
 	"time"
 
 	"github.com/anvil-llm/anvil/router/admission"
@@ -22,7 +24,20 @@ type Attempt struct {
 	rec      decisionlog.Record
 	lease    *admission.Lease
 	finished bool
+
+	// The admission queue: the ticket while the request waits, when it started and until when.
+	ticket   *admission.Ticket
+	queuedAt time.Time
+	deadline time.Time
 }
+
+// ErrQueued says the request waits in its tier's admission queue, holding no reservation: wait on
+// Wait's channel (or until its deadline, or until the caller leaves) and call Admit again.
+var ErrQueued = errors.New("routing: waiting in the tier's admission queue")
+
+// ErrQueueTimeout refuses a request that waited its tier's queue timeout without a lease; it is an
+// exhausted refusal (503 with Retry-After).
+var ErrQueueTimeout = fmt.Errorf("%w: queue timeout", admission.ErrExhausted)
 
 // Begin starts the walk of one request that arrived at start. Until Resolve succeeds the request is
 // recorded as refused; until Admit succeeds it holds nothing.
@@ -45,19 +60,92 @@ func (a *Attempt) Resolve(req Request) (config.Tier, error) {
 // once. On success the attempt holds the lease (Finish releases it) and the record names the member
 // and, for a capacity tier, the scheduler's decision. On failure nothing is reserved and the request
 // is recorded as not admitted. Either way the record counts the members passive health held out.
+//
+// With a queue on the tier, a request that finds no capacity takes a place in it instead and Admit
+// returns ErrQueued; the caller waits (Wait) and calls Admit again, which retries as the queue's
+// ticket holder until it gets a lease, the tier is quiesced (the queue empties with that refusal),
+// or now reaches the deadline (ErrQueueTimeout). The record then carries the time spent queued.
 func (a *Attempt) Admit(tier config.Tier, now time.Time) (Target, error) {
-	lease, target, ejected, err := a.r.admit(tier, now)
+	if a.ticket != nil && !now.Before(a.deadline) {
+		return Target{}, a.refuse(tier, now, ErrQueueTimeout)
+	}
+	lease, target, ejected, err := a.r.admit(tier, now, a.ticket)
 	a.rec.EjectedMembers = ejected
+	if err == nil {
+		a.lease, a.ticket = lease, nil // an admitted ticket has left the queue
+		a.queued(now)
+		a.rec.Member = target.Member
+		if d, ok := lease.Decision(); ok {
+			a.rec.ReplicaScheduler = &d
+		}
+		return target, nil
+	}
+	if errors.Is(err, admission.ErrExhausted) && tier.Queue.MaxWaiting > 0 {
+		if a.ticket != nil {
+			return Target{}, ErrQueued // still waiting, in its place
+		}
+		if err = a.enqueue(tier, now); err == nil {
+			return Target{}, ErrQueued
+		}
+	}
+	return Target{}, a.refuse(tier, now, err)
+}
+
+// enqueue takes a place in the tier's queue.
+func (a *Attempt) enqueue(tier config.Tier, now time.Time) error {
+	adm, _ := a.r.admission.Tier(tier.ID)
+	tk, err := adm.Enqueue()
 	if err != nil {
-		a.rec.Outcome = decisionlog.OutcomeNotAdmitted
-		return Target{}, err
+		return err
 	}
-	a.lease = lease
-	a.rec.Member = target.Member
-	if d, ok := lease.Decision(); ok {
-		a.rec.ReplicaScheduler = &d
+	a.ticket, a.queuedAt, a.deadline = tk, now, now.Add(tier.Queue.Timeout)
+	return nil
+}
+
+// refuse records a refusal by admission: the request leaves the queue if it waited in it.
+func (a *Attempt) refuse(tier config.Tier, now time.Time, err error) error {
+	a.leave(tier.ID)
+	a.queued(now)
+	a.rec.Outcome = decisionlog.OutcomeNotAdmitted
+	return err
+}
+
+// leave gives up the request's place in the queue, if it has one.
+func (a *Attempt) leave(tierID string) {
+	if a.ticket == nil {
+		return
 	}
-	return target, nil
+	if adm, ok := a.r.admission.Tier(tierID); ok {
+		adm.Leave(a.ticket)
+	}
+	a.ticket = nil
+}
+
+// queued records the time spent in the queue up to now.
+func (a *Attempt) queued(now time.Time) {
+	if !a.queuedAt.IsZero() {
+		a.rec.Queued = max(now.Sub(a.queuedAt), 0)
+	}
+}
+
+// Wait returns what a queued request waits for: a channel closed when retrying may succeed, and the
+// deadline after which Admit refuses it. Take it after Admit returned ErrQueued; a wake-up that came
+// in between is not lost.
+func (a *Attempt) Wait() (<-chan struct{}, time.Time) {
+	if a.ticket == nil {
+		done := make(chan struct{})
+		close(done)
+		return done, a.deadline
+	}
+	return a.ticket.Wait(), a.deadline
+}
+
+// Canceled records that the caller went away before a lease: the request leaves the queue, made no
+// attempt, and the caller saw nothing (499).
+func (a *Attempt) Canceled(now time.Time) {
+	a.leave(a.rec.Tier)
+	a.queued(now)
+	a.rec.Outcome, a.rec.Status = decisionlog.OutcomeClientCanceled, decisionlog.StatusClientClosed
 }
 
 // Decision returns the capacity scheduler's decision behind the admitted lease, if any.
@@ -78,6 +166,7 @@ func (a *Attempt) Finish(end time.Time, status int) (decisionlog.Record, error) 
 		return a.rec, nil
 	}
 	a.finished = true
+	a.leave(a.rec.Tier) // a request that ended while queued gives up its place
 	if a.lease != nil {
 		a.lease.Release()
 	}

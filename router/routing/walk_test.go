@@ -19,7 +19,14 @@ func ptr[T any](v T) *T { return &v }
 // members m0 and m1 with ceiling 1, an output gate of 100 tokens).
 func walkConfig(t *testing.T) config.Config {
 	t.Helper()
-	doc := config.Document{
+	env := func(k string) (string, bool) { return "caller-token-aaaaaaaaaaaa", k == config.EnvAPIToken }
+	cfg, err := config.Build(walkDocument(), config.Sources{LookupEnv: env})
+	require.NoError(t, err)
+	return cfg
+}
+
+func walkDocument() config.Document {
+	return config.Document{
 		Aliases: []config.AliasDoc{{ID: ptr("chat"), Tier: ptr("pool")}, {ID: ptr("big"), Tier: ptr("hosted")}},
 		Tiers: []config.TierDoc{
 			{ID: ptr("pool"), Kind: ptr("replica"), ServedModel: ptr("m"), Host: ptr("127.0.0.1"),
@@ -34,10 +41,6 @@ func walkConfig(t *testing.T) config.Config {
 				MaxConcurrency: ptr(int64(1))},
 		},
 	}
-	env := func(k string) (string, bool) { return "caller-token-aaaaaaaaaaaa", k == config.EnvAPIToken }
-	cfg, err := config.Build(doc, config.Sources{LookupEnv: env})
-	require.NoError(t, err)
-	return cfg
 }
 
 type readyAll struct{}
@@ -157,4 +160,72 @@ func TestPlanAgreesWithTheConfig(t *testing.T) {
 	assert.Equal(t, "pool", p[0].ID)
 	assert.Equal(t, int64(1), p[0].Members[1].Capacity)
 	assert.Equal(t, map[string]map[string]int64{"pool": {"m0": 1, "m1": 1}}, Membership(cfg))
+}
+
+// TestWalkQueues: with a queue on the tier, a request that finds no capacity waits (ErrQueued) until
+// a release lets it in, and its record carries the time queued; one still waiting at its deadline is
+// refused then, even if capacity freed at that very instant: nothing is admitted past its deadline.
+func TestWalkQueues(t *testing.T) {
+	doc := walkDocument()
+	doc.Tiers[1].Queue = &config.QueueDoc{MaxWaiting: ptr(int64(2)), Timeout: ptr(5 * time.Second)}
+	env := func(k string) (string, bool) { return "caller-token-aaaaaaaaaaaa", k == config.EnvAPIToken }
+	cfg, err := config.Build(doc, config.Sources{LookupEnv: env})
+	require.NoError(t, err)
+	r, err := New(cfg, readyAll{}, nil, nil)
+	require.NoError(t, err)
+
+	hold := r.Begin("req-1", t0)
+	hosted, err := hold.Resolve(chat("big", 1))
+	require.NoError(t, err)
+	_, err = hold.Admit(hosted, t0)
+	require.NoError(t, err)
+
+	waiter := r.Begin("req-2", t0)
+	_, err = waiter.Resolve(chat("big", 1))
+	require.NoError(t, err)
+	_, err = waiter.Admit(hosted, t0)
+	require.ErrorIs(t, err, ErrQueued)
+	wake, deadline := waiter.Wait()
+	assert.Equal(t, t0.Add(5*time.Second), deadline)
+	_, err = waiter.Admit(hosted, t0.Add(time.Second))
+	require.ErrorIs(t, err, ErrQueued, "still no capacity: it keeps its place")
+
+	outcome, status := decisionlog.Terminal(decisionlog.EndComplete, 200)
+	hold.Relayed(outcome, status, time.Millisecond)
+	_, err = hold.Finish(t0.Add(2*time.Second), 0)
+	require.NoError(t, err)
+	select {
+	case <-wake:
+	default:
+		t.Fatal("a release wakes the head")
+	}
+	_, err = waiter.Admit(hosted, t0.Add(2*time.Second))
+	require.NoError(t, err)
+	waiter.Relayed(outcome, status, time.Millisecond)
+	rec, err := waiter.Finish(t0.Add(3*time.Second), 0)
+	require.NoError(t, err)
+	assert.Equal(t, 2*time.Second, rec.Queued)
+
+	// At the deadline: refused, though the slot is free.
+	blocker := r.Begin("req-3", t0)
+	_, _ = blocker.Resolve(chat("big", 1))
+	_, err = blocker.Admit(hosted, t0)
+	require.NoError(t, err)
+	late := r.Begin("req-4", t0)
+	_, _ = late.Resolve(chat("big", 1))
+	_, err = late.Admit(hosted, t0)
+	require.ErrorIs(t, err, ErrQueued)
+	_, err = blocker.Finish(t0.Add(5*time.Second), 499)
+	require.NoError(t, err)
+	_, err = late.Admit(hosted, t0.Add(5*time.Second))
+	require.ErrorIs(t, err, ErrQueueTimeout)
+	require.ErrorIs(t, err, admission.ErrExhausted, "the same refusal as without a queue")
+	rec, err = late.Finish(t0.Add(5*time.Second), 503)
+	require.NoError(t, err)
+	assert.Equal(t, decisionlog.OutcomeNotAdmitted, rec.Outcome)
+	assert.Equal(t, 5*time.Second, rec.Queued)
+	hosted2, _ := r.Admission().Tier("hosted")
+	s := hosted2.Snapshot()
+	assert.Zero(t, s.Waiting)
+	assert.Zero(t, s.Active)
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -36,7 +37,10 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, errInternal)
 			return
 		}
-		target, err := at.Admit(tier, s.now())
+		target, err := s.admit(c, &at, tier)
+		if errors.Is(err, context.Canceled) {
+			return // the caller left while queued: nothing to answer
+		}
 		if err != nil {
 			abort(c, admissionError(err))
 			return
@@ -48,6 +52,28 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
 		c.Abort() // the relay wrote the response
 	}
+}
+
+// admit asks for a lease and, when the tier has an admission queue and no capacity, waits in it: on
+// the ticket's wake-ups, until the queue timeout, or until the caller leaves (context.Canceled, the
+// attempt records the cancellation). The waiting lives here, in the shell; the walk only answers.
+func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (routing.Target, error) {
+	target, err := at.Admit(tier, s.now())
+	for errors.Is(err, routing.ErrQueued) {
+		wake, deadline := at.Wait()
+		timer := time.NewTimer(deadline.Sub(s.now()))
+		select {
+		case <-wake:
+		case <-timer.C:
+		case <-c.Request.Context().Done():
+			timer.Stop()
+			at.Canceled(s.now())
+			return routing.Target{}, context.Canceled
+		}
+		timer.Stop()
+		target, err = at.Admit(tier, s.now())
+	}
+	return target, err
 }
 
 // finish ends the walk and writes one access-log line. Neither carries bodies, prompts, URLs or
@@ -197,7 +223,15 @@ type tierJSON struct {
 	MaxConcurrency int64        `json:"max_concurrency"`
 	Released       uint64       `json:"released"`
 	ReleaseMisuse  uint64       `json:"release_misuse"`
+	Queue          *queueJSON   `json:"queue,omitempty"`
 	Members        []memberJSON `json:"members,omitempty"`
+}
+
+// queueJSON is a tier's admission queue in the admission view (tiers with a queue only).
+type queueJSON struct {
+	Waiting    int    `json:"waiting"`
+	MaxWaiting int    `json:"max_waiting"`
+	Full       uint64 `json:"refused_full"`
 }
 
 func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
@@ -208,6 +242,9 @@ func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
 			Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
 		if sn.Kind == admission.KindReplica {
 			t.Strategy = sn.Strategy.String()
+		}
+		if sn.MaxWaiting > 0 {
+			t.Queue = &queueJSON{Waiting: sn.Waiting, MaxWaiting: sn.MaxWaiting, Full: sn.QueueFull}
 		}
 		for _, m := range sn.Members {
 			t.Members = append(t.Members, memberJSON{ID: m.ID, State: m.State, Reason: m.Reason,

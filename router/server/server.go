@@ -50,6 +50,9 @@ type Server struct {
 // Options are the non-config dependencies of a Server.
 type Options struct {
 	Logger *slog.Logger // nil = discard
+	// Dial opens the connections to upstreams (the relay, readiness probes and pressure scrapes);
+	// nil is a net.Dialer with the configured connect timeout. Tests pass an in-memory network.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -60,7 +63,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		log = slog.New(slog.DiscardHandler)
 	}
 	up := cfg.Upstream()
-	client := &http.Client{Transport: transport(up.ConnectTimeout)}
+	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
 	s := &Server{cfg: cfg, log: log, started: time.Now()}
 	// Passed probes end passive health's failure streaks and half-open ejections; the router exists
 	// before the first probe runs (Start or Serve).
@@ -88,9 +91,12 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	return s, nil
 }
 
-func transport(connect time.Duration) *http.Transport {
+func transport(connect time.Duration, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {
 	t := http.DefaultTransport.(*http.Transport).Clone()
-	t.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
+	t.DialContext = dial
+	if dial == nil {
+		t.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
+	}
 	t.MaxIdleConnsPerHost = 256
 	t.Proxy = nil // members are on the declared host; never route them through an environment proxy
 	return t

@@ -111,6 +111,7 @@ func metrics(run *Run, windows []scenarios.Window, res *sim.Result) []Metric {
 	telemetryMetrics(&m, run.Telemetry)
 	drainMetrics(&m, run)
 	healthMetrics(&m, run)
+	queueMetrics(&m, run.Queue)
 	windowMetrics(&m, windows, res)
 	actionErrors := 0
 	for _, a := range run.Actions {

@@ -34,18 +34,19 @@ type SLO struct {
 
 // Run is one strategy's results.
 type Run struct {
-	Strategy   string     `json:"strategy"`
-	Events     uint64     `json:"events"`
-	TailS      float64    `json:"tail_s"`
-	Tier       Scope      `json:"tier"`
-	Members    []Scope    `json:"members"`
-	Invariants Invariants `json:"invariants"`
-	Decisions  Decisions  `json:"decisions"`
-	Telemetry  Telemetry  `json:"telemetry"`
-	Health     *Health    `json:"health,omitempty"`
-	Drains     []Drain    `json:"drains,omitempty"`
-	Actions    []Action   `json:"actions,omitempty"`
-	Metrics    []Metric   `json:"metrics"` // every gate-able number, sorted by name
+	Strategy   string          `json:"strategy"`
+	Events     uint64          `json:"events"`
+	TailS      float64         `json:"tail_s"`
+	Tier       Scope           `json:"tier"`
+	Members    []Scope         `json:"members"`
+	Invariants Invariants      `json:"invariants"`
+	Decisions  Decisions       `json:"decisions"`
+	Telemetry  Telemetry       `json:"telemetry"`
+	Health     *Health         `json:"health,omitempty"`
+	Queue      *AdmissionQueue `json:"admission_queue,omitempty"`
+	Drains     []Drain         `json:"drains,omitempty"`
+	Actions    []Action        `json:"actions,omitempty"`
+	Metrics    []Metric        `json:"metrics"` // every gate-able number, sorted by name
 
 	e2e    sample // sorted after Build: the CDF plot reads it
 	ttft   sample
@@ -130,6 +131,7 @@ func buildRun(sc *scenarios.Scenario, res *sim.Result) Run {
 	run.Decisions = decisions(res)
 	run.Telemetry = telemetry(res.Telemetry)
 	run.Health = healthOf(res)
+	run.Queue = admissionQueue(sc, res)
 	run.Metrics = metrics(&run, sc.Windows, res)
 	return run
 }

@@ -63,6 +63,7 @@ func TestFullAccessors(t *testing.T) {
 		MaxConcurrency: 48, APIKeyEnv: "GPU_BOX_KEY", APIKey: gpu.APIKey,
 		Host: "gpu-box.example.net", Provenance: "vllm 0.12.0, weights sha256:0123abcd, one H100",
 		Strategy: config.StrategyCapacity,
+		Queue:    config.Queue{MaxWaiting: 24, Timeout: 2 * time.Second},
 		PassiveHealth: config.PassiveHealth{Enabled: true, ConsecutiveFailures: 3, BaseEjection: 5 * time.Second,
 			MaxEjection: 2 * time.Minute, MaxEjectedPercent: 25, Count429: true},
 		Members: []config.Member{
