@@ -2,29 +2,33 @@ package scrape_test
 
 import (
 	"context"
-	"net/http/httptest"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/internal/pipenet"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 )
 
-// startFake runs a real fake-vLLM member on loopback with the given /metrics fault.
-func startFake(t *testing.T, legacy bool, fault fakevllm.MetricsFault) *httptest.Server {
+// startFake runs a real fake-vLLM member with the given /metrics fault on an in-memory network, for
+// a synctest bubble: time passes only while every goroutine waits, so the fetch's 1 s timeout fires
+// only for a member that really holds its answer, never for a busy machine.
+func startFake(t *testing.T, legacy bool, fault fakevllm.MetricsFault) (*pipenet.Net, string) {
 	t.Helper()
 	member, err := fakevllm.NewServer(fakevllm.Options{Models: []string{llama}, LegacyMetrics: legacy})
 	require.NoError(t, err)
 	require.NoError(t, member.SetFaults(fakevllm.Faults{Metrics: fault}))
-	srv := httptest.NewServer(member.Handler())
-	// Close the member first so hung handlers return, then the listener.
-	t.Cleanup(srv.Close)
+	n := pipenet.New()
+	url := n.Serve("member:80", member.Handler())
+	// Close the member first so hung handlers return, then the network.
+	t.Cleanup(n.Close)
 	t.Cleanup(member.Close)
-	return srv
+	return n, url
 }
 
 func TestFetchFakeVLLM(t *testing.T) {
@@ -58,23 +62,27 @@ func TestFetchFakeVLLM(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			srv := startFake(t, tt.legacy, tt.fault)
-			ctx := t.Context()
-			if tt.budget > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.budget)
-				defer cancel()
-			}
-			s, cl := scrape.Fetch(ctx, srv.Client(), srv.URL, llama)
-			assert.Equal(t, tt.class, cl)
-			assert.Equal(t, tt.want, s)
+			synctest.Test(t, func(t *testing.T) {
+				n, url := startFake(t, tt.legacy, tt.fault)
+				ctx := t.Context()
+				if tt.budget > 0 {
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithTimeout(ctx, tt.budget)
+					defer cancel()
+				}
+				s, cl := scrape.Fetch(ctx, n.Client(), url, llama)
+				assert.Equal(t, tt.class, cl)
+				assert.Equal(t, tt.want, s)
+			})
 		})
 	}
 }
 
 func TestFetchFakeVLLMOtherModelIsUnknown(t *testing.T) {
-	srv := startFake(t, false, fakevllm.MetricsFault{})
-	s, cl := scrape.Fetch(t.Context(), srv.Client(), srv.URL, "another-model")
-	assert.Equal(t, pressure.ClassUnknown, cl)
-	assert.Zero(t, s)
+	synctest.Test(t, func(t *testing.T) {
+		n, url := startFake(t, false, fakevllm.MetricsFault{})
+		s, cl := scrape.Fetch(t.Context(), n.Client(), url, "another-model")
+		assert.Equal(t, pressure.ClassUnknown, cl)
+		assert.Zero(t, s)
+	})
 }
