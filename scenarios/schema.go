@@ -109,8 +109,9 @@ type Workload struct {
 type Closed struct {
 	Clients int           `yaml:"clients"` // 1-100000
 	Think   time.Duration `yaml:"think"`   // pause after a completed request; default 0
-	// Backoff is the pause after a refused, not admitted or failed request; default 250ms. It must
-	// be positive so a refused client cannot spin within one instant.
+	// Backoff is the pause after a refused or failed request; default 250ms. It must be positive so
+	// a refused client cannot spin within one instant. A request the router refuses for want of
+	// capacity (503 with Retry-After) waits the Retry-After instead, as OpenAI's SDKs do.
 	Backoff time.Duration `yaml:"backoff"`
 }
 

@@ -241,7 +241,11 @@ func (w *world) settle(id int, outcome decisionlog.Outcome, status int) {
 	}
 	if c := w.sc.Workload.Closed; c != nil && rs.client >= 0 {
 		pause := c.Think
-		if outcome != decisionlog.OutcomeSuccess {
+		switch {
+		case outcome == decisionlog.OutcomeNotAdmitted && status == 503:
+			// The router's refusal carries Retry-After; a client honours it as OpenAI's SDKs do.
+			pause = routing.RetryAfter
+		case outcome != decisionlog.OutcomeSuccess:
 			pause = c.Backoff
 		}
 		if next := w.now + pause; next < w.sc.Duration {

@@ -31,6 +31,11 @@ type Attempt struct {
 	deadline time.Time
 }
 
+// RetryAfter is the wait the router advises a caller it refused for want of capacity (a 503 with
+// Retry-After): an admission refusal clears as soon as a lease is released. OpenAI's SDKs, and the
+// simulator's closed-loop clients, wait exactly this long before they retry.
+const RetryAfter = time.Second
+
 // ErrQueued says the request waits in its tier's admission queue, holding no reservation: wait on
 // Wait's channel (or until its deadline, or until the caller leaves) and call Admit again.
 var ErrQueued = errors.New("routing: waiting in the tier's admission queue")

@@ -3,6 +3,8 @@ package server
 import (
 	"errors"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -93,7 +95,7 @@ type errorDetail struct {
 
 func abort(c *gin.Context, e apiError) {
 	if e.status == http.StatusServiceUnavailable {
-		c.Header("Retry-After", "1")
+		c.Header("Retry-After", strconv.Itoa(int(routing.RetryAfter/time.Second)))
 	}
 	if e.status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="anvil"`)
