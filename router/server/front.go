@@ -31,18 +31,13 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, requestError(err))
 			return
 		}
-		body, err := req.Body(tier.ServedModel)
-		if err != nil {
-			abort(c, errInternal)
-			return
-		}
 		target, err := at.Admit(tier)
 		if err != nil {
 			abort(c, admissionError(err))
 			return
 		}
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
-			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
+			BaseURL: target.BaseURL, Path: ep.Path(), Body: req.Body(tier.ServedModel), Stream: req.Stream,
 			RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
@@ -64,16 +59,33 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 		"duration_ms", rec.Duration.Milliseconds())
 }
 
-// parse bounds and decodes the body once.
+// parse reads and decodes the body once, within the body limit and the in-flight budget. Both are
+// checked before the first byte is read: a declared length over the limit gets 413, and a body that
+// does not fit the budget gets 503, without a "100 Continue" (net/http sends it only when the handler
+// first reads) and without a byte of the body in memory. The budget is held for the read and the
+// parse; an admitted request's body then lives as long as its lease, which admission bounds.
 func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Limits().MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			abort(c, errTooLarge)
-		} else {
-			abort(c, errUnreadable)
-		}
+	limit, declared := s.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
+	if declared > limit {
+		abort(c, errTooLarge)
+		return routing.Request{}, false
+	}
+	reserve := limit // an unknown length may use the whole limit
+	if declared >= 0 {
+		reserve = declared
+	}
+	if !s.bodies.take(reserve) {
+		abort(c, errBusy)
+		return routing.Request{}, false
+	}
+	defer s.bodies.give(reserve)
+	body, err := readBody(c.Request.Body, declared, limit)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		abort(c, errTooLarge)
+		return routing.Request{}, false
+	case err != nil:
+		abort(c, errUnreadable)
 		return routing.Request{}, false
 	}
 	req, err := routing.ParseRequest(ep, body)
@@ -82,6 +94,33 @@ func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bo
 		return routing.Request{}, false
 	}
 	return req, true
+}
+
+var errBodyTooLarge = errors.New("server: request body over the limit")
+
+// readBody reads a body to its end: into one buffer of exactly the declared length when there is one
+// (net/http holds the body to it), else growing up to limit.
+func readBody(r io.Reader, declared, limit int64) ([]byte, error) {
+	if declared < 0 {
+		body, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err == nil && int64(len(body)) > limit {
+			return nil, errBodyTooLarge
+		}
+		return body, err
+	}
+	body := make([]byte, declared)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	// Reading the end tells net/http the body is consumed, so it notices a client that goes away.
+	var probe [1]byte
+	switch n, err := r.Read(probe[:]); {
+	case n > 0:
+		return nil, errBodyTooLarge
+	case !errors.Is(err, io.EOF):
+		return nil, err
+	}
+	return body, nil
 }
 
 // models lists the aliases, in OpenAI's shape: callers name aliases, never tiers or members.

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
@@ -25,7 +26,7 @@ import (
 //
 //	go test -run '^$' -bench BenchmarkHostileBodiesRSS -benchtime 1x ./router/server/
 //
-// ANVIL_RSS_EXTRA adds YAML to the router's config (limits.max_inflight_body_bytes, say).
+// ANVIL_RSS_EXTRA adds YAML under the router config's limits (max_inflight_body_bytes, say).
 
 const rssChildEnv = "ANVIL_RSS_CHILD_CONFIG"
 
@@ -103,16 +104,52 @@ func procStatus(pid int) (map[string]int64, error) {
 	return out, nil
 }
 
+// BenchmarkHostileBodiesRSS runs each body shape in two ways: "burst" sends 100 bodies at once, and
+// "held" sends each with Expect: 100-continue (the body follows once the router starts reading it) and
+// holds its last byte until all 100 clients have sent the rest or been answered, so the router holds
+// every body it accepted at the same time (the worst case: slow senders).
 func BenchmarkHostileBodiesRSS(b *testing.B) {
 	for _, shape := range []struct {
 		name string
 		body []byte
 	}{{"90k-keys", hostileKeys()}, {"1MiB-string", hostileString()}} {
-		b.Run(shape.name, func(b *testing.B) { hostileRSS(b, shape.body) })
+		for _, held := range []bool{false, true} {
+			mode := "burst"
+			if held {
+				mode = "held"
+			}
+			b.Run(shape.name+"/"+mode, func(b *testing.B) { hostileRSS(b, shape.body, held) })
+		}
 	}
 }
 
-func hostileRSS(b *testing.B, body []byte) {
+// heldBody yields all but its last byte, reports that once (arrived), and yields the last byte only
+// after release is closed.
+type heldBody struct {
+	body    []byte
+	pos     int
+	arrived func()
+	release <-chan struct{}
+}
+
+func (h *heldBody) Read(p []byte) (int, error) {
+	if h.pos >= len(h.body) {
+		return 0, io.EOF
+	}
+	if h.pos == len(h.body)-1 {
+		h.arrived()
+		<-h.release
+	}
+	end := len(h.body) - 1
+	if h.pos == end {
+		end++
+	}
+	n := copy(p, h.body[h.pos:end])
+	h.pos += n
+	return n, nil
+}
+
+func hostileRSS(b *testing.B, body []byte, held bool) {
 	cmd := exec.Command(os.Args[0], "-test.run=^TestRouterProcess$")
 	cmd.Env = append(os.Environ(), rssChildEnv+"="+rssConfig(),
 		"ANVIL_API_TOKEN="+callerToken, "ANVIL_ADMIN_TOKEN="+adminToken)
@@ -150,23 +187,37 @@ func hostileRSS(b *testing.B, body []byte) {
 	}
 
 	const clients = 100
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients}}
-	statuses := map[int]int{}
+	// A long ExpectContinueTimeout: a held body waits for the router's 100 Continue, not for a timer.
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients, MaxConnsPerHost: clients,
+		ExpectContinueTimeout: time.Hour}}
+	statuses := map[string]int{}
 	var mu sync.Mutex
 	for b.Loop() {
-		start := make(chan struct{})
+		start, release := make(chan struct{}), make(chan struct{})
+		arrivals := make(chan struct{}, clients)
 		var wg sync.WaitGroup
 		for range clients {
+			var once sync.Once
+			arrived := func() { once.Do(func() { arrivals <- struct{}{} }) }
 			wg.Go(func() {
-				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", bytes.NewReader(body))
+				var rd io.Reader = bytes.NewReader(body)
+				if held {
+					rd = &heldBody{body: body, arrived: arrived, release: release}
+				}
+				req, _ := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", rd)
+				req.ContentLength = int64(len(body))
 				req.Header.Set("Authorization", "Bearer "+callerToken)
+				if held {
+					req.Header.Set("Expect", "100-continue")
+				}
 				<-start
 				resp, err := client.Do(req)
-				status := -1
+				arrived()
+				status := "error"
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
-					status = resp.StatusCode
+					status = strconv.Itoa(resp.StatusCode)
 				}
 				mu.Lock()
 				statuses[status]++
@@ -174,6 +225,10 @@ func hostileRSS(b *testing.B, body []byte) {
 			})
 		}
 		close(start)
+		for range clients {
+			<-arrivals
+		}
+		close(release)
 		wg.Wait()
 	}
 	after, err := procStatus(pid)

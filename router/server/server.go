@@ -41,6 +41,7 @@ type Server struct {
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	engine    *gin.Engine
+	bodies    *budget // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
 	inflight  sync.WaitGroup // handlers still running
@@ -61,7 +62,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout)}
 	prober := readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout)
-	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now()}
+	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now(),
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
