@@ -149,10 +149,10 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 	res.FirstByte = r.opts.Now().Sub(start)
 
 	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
-		r.stream(ctx, upCtx, w, resp, er, res)
+		r.stream(ctx, upCtx, w, resp, er, res, up.APIKey)
 		return
 	}
-	r.ordinary(ctx, upCtx, w, resp, er.br, res)
+	r.ordinary(ctx, upCtx, w, resp, er.br, res, up.APIKey)
 }
 
 func (r *Relay) getReader(body io.Reader) *eventReader {
@@ -238,6 +238,11 @@ func finish(w http.ResponseWriter, res *Result, f failure) {
 	if res.Wrote || f.end == decisionlog.EndClientCancel {
 		return
 	}
+	writeError(w, res, f)
+}
+
+// writeError sends f's fixed OpenAI-shaped error with status res.Status.
+func writeError(w http.ResponseWriter, res *Result, f failure) {
 	body := errorJSON(f)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
