@@ -18,6 +18,10 @@ var (
 	ErrTimeout = errors.New("relay: upstream timeout")
 	// ErrClientCanceled: the client's context ended or writing to the client failed.
 	ErrClientCanceled = errors.New("relay: client canceled")
+	// ErrShutdown is the cause the server cancels its requests' contexts with when shutdown_grace has
+	// passed: an attempt whose client context ends with this cause was cut by the router, not the
+	// caller (decisionlog.EndShutdown).
+	ErrShutdown = errors.New("relay: router shutting down")
 	// ErrResponseTooLarge: an ordinary response body exceeded Options.MaxResponseBytes.
 	ErrResponseTooLarge = errors.New("relay: upstream response too large")
 	// ErrUpstreamStatus: the upstream answered with a non-2xx status.
@@ -51,6 +55,8 @@ func message(f failure) string {
 		return "the upstream server sent a malformed stream"
 	case decisionlog.EndCut:
 		return "the upstream stream ended before completion"
+	case decisionlog.EndShutdown:
+		return "the router is shutting down; retry shortly"
 	case decisionlog.EndHTTPError, decisionlog.EndErrorEvent:
 		if errors.Is(f.err, ErrUpstreamCredentials) {
 			return "the upstream server refused the router's credentials"

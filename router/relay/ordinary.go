@@ -44,7 +44,7 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	w.WriteHeader(resp.StatusCode)
 	res.Status, res.Wrote = resp.StatusCode, true
 	if _, err := w.Write(body); err != nil {
-		finish(w, res, failure{decisionlog.EndClientCancel, ErrClientCanceled})
+		finish(w, res, writeFailed(ctx))
 		return
 	}
 	if isSuccess(resp.StatusCode) {

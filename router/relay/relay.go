@@ -214,7 +214,7 @@ func validHeaderValue(s string) bool {
 // checked first: once the client is gone, nothing else matters.
 func classify(ctx, upCtx context.Context, err error) failure {
 	if ctx.Err() != nil {
-		return failure{decisionlog.EndClientCancel, ErrClientCanceled}
+		return clientGone(ctx)
 	}
 	switch cause := context.Cause(upCtx); {
 	case errors.Is(cause, ErrFirstByteTimeout):
@@ -227,6 +227,24 @@ func classify(ctx, upCtx context.Context, err error) failure {
 		return failure{decisionlog.EndTimeout, ErrTimeout}
 	}
 	return failure{decisionlog.EndTransport, ErrTransport}
+}
+
+// clientGone classifies a client context that has ended: the router's shutdown (cause ErrShutdown) or
+// the caller.
+func clientGone(ctx context.Context) failure {
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		return failure{decisionlog.EndShutdown, ErrShutdown}
+	}
+	return failure{decisionlog.EndClientCancel, ErrClientCanceled}
+}
+
+// writeFailed classifies a failed write to the client: the caller went away, unless the router's
+// shutdown ended the request first.
+func writeFailed(ctx context.Context) failure {
+	if ctx.Err() != nil {
+		return clientGone(ctx)
+	}
+	return failure{decisionlog.EndClientCancel, ErrClientCanceled}
 }
 
 // finish records f and, if nothing has been written and the client is still there, sends the fixed
@@ -247,6 +265,9 @@ func writeError(w http.ResponseWriter, res *Result, f failure) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if res.Status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(res.Status)
 	res.Wrote = true
 	_, _ = w.Write(body) // a failed write means the client left; the outcome already says what happened

@@ -41,7 +41,7 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 		}
 		complete = complete || info.terminal
 		if !s.forward(raw) {
-			s.end(failure{decisionlog.EndClientCancel, ErrClientCanceled})
+			s.end(writeFailed(ctx))
 			return
 		}
 		if info.done {

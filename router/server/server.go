@@ -225,7 +225,9 @@ func (s *Server) Start() { s.decisions.Start() }
 
 // Serve runs the readiness prober and serves on ln until ctx is done, then shuts down gracefully: stop
 // accepting, let in-flight requests finish within the configured grace, flush the decision sink, stop
-// the background workers.
+// the background workers. Requests still running when the grace ends are cut: their contexts end with
+// the cause relay.ErrShutdown, so each answers its caller (a 503, or an in-band error event mid-stream)
+// and is recorded as outcome shutdown; then the remaining connections are closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	workers, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
@@ -237,10 +239,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.prober.Run(workers)
 	}()
 
+	// Every request's context derives from base: cutting it is how a shutdown past its grace tells the
+	// relay (and so the record) that the router, not the caller, ended a request.
+	base, cut := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cut(nil)
 	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+		BaseContext: func(net.Listener) context.Context { return base }}
 	served := make(chan error, 1)
 	go func() {
 		if tls := s.cfg.TLS(); tls.Enabled() {
@@ -260,7 +266,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = srv.Shutdown(grace)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
-			s.log.Warn("shutdown grace expired; closing remaining connections")
+			s.log.Warn("shutdown grace expired; cutting the requests still running")
+			cut(relay.ErrShutdown)
+			s.waitHandlers() // each cut request answers its caller before its connection closes
 			err = srv.Close()
 		}
 		<-served
