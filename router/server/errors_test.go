@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -131,17 +132,40 @@ func TestQuiescedAndExhaustedAre503WithRetryAfter(t *testing.T) {
 	}
 }
 
+// TestUnknownRoutesAndMethods: with a token, an unknown route is 404 and a wrong method 405; without
+// one, both are the same 401 as any other path of the scope: authentication comes before routing.
 func TestUnknownRoutesAndMethods(t *testing.T) {
 	ms := startMembers(t, 2)
 	r := startRouter(t, replicaYAML(ms, tierOpts{}))
-	resp, err := http.Get(r.http.URL + "/v1/nothing")
-	require.NoError(t, err)
-	resp.Body.Close()
-	r.wait(t, 1)
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	resp, err = http.Get(r.http.URL + "/v1/chat/completions")
-	require.NoError(t, err)
-	resp.Body.Close()
-	r.wait(t, 1)
-	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	get := func(path, token string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, r.http.URL+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		r.wait(t, 1)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		path, token string
+		status      int
+		code        string
+	}{
+		{"/v1/nothing", callerToken, http.StatusNotFound, "not_found"},
+		{"/v1/chat/completions", callerToken, http.StatusMethodNotAllowed, "method_not_allowed"},
+		{"/v1/models/", callerToken, http.StatusNotFound, "not_found"},
+		{"/v1/nothing", "", http.StatusUnauthorized, "invalid_api_key"},
+		{"/v1/chat/completions", "", http.StatusUnauthorized, "invalid_api_key"},
+		{"/v1/models/", "", http.StatusUnauthorized, "invalid_api_key"},
+		{"/nothing", "", http.StatusNotFound, "not_found"},
+	} {
+		status, body := get(c.path, c.token)
+		assert.Equal(t, c.status, status, "%s with token %q", c.path, c.token)
+		assert.Contains(t, body, `"code":"`+c.code+`"`, c.path)
+	}
 }

@@ -142,8 +142,16 @@ func (s *Server) models(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
+// Reasons /readyz gives for answering 503.
+const (
+	unreadyNotProbed   = "not_probed" // the first readiness round has not completed
+	unreadyNoMember    = "tier_without_ready_member"
+	unreadySinkFailing = "decision_sink_failing" // failing longer than decision_log.unready_after
+)
+
 // readyz answers 200 once the first readiness round has completed and every replica tier has at least
-// one ready member; the body says per tier how many members are ready.
+// one ready member, unless the decision sink has failed for longer than decision_log.unready_after; the
+// body says per tier how many members are ready and, when not ready, why.
 func (s *Server) readyz(c *gin.Context) {
 	type tierReady struct {
 		Tier    string `json:"tier"`
@@ -151,9 +159,14 @@ func (s *Server) readyz(c *gin.Context) {
 		Members int    `json:"members"`
 	}
 	out := struct {
-		Ready bool        `json:"ready"`
-		Tiers []tierReady `json:"tiers"`
-	}{Ready: s.probed.Load(), Tiers: []tierReady{}}
+		Ready   bool        `json:"ready"`
+		Reasons []string    `json:"reasons,omitempty"`
+		Tiers   []tierReady `json:"tiers"`
+	}{Tiers: []tierReady{}}
+	if !s.probed.Load() {
+		out.Reasons = append(out.Reasons, unreadyNotProbed)
+	}
+	noMember := false
 	for _, t := range s.cfg.Tiers() {
 		if t.Kind != config.KindReplica {
 			continue
@@ -164,16 +177,32 @@ func (s *Server) readyz(c *gin.Context) {
 				tr.Ready++
 			}
 		}
-		if tr.Ready == 0 {
-			out.Ready = false
-		}
+		noMember = noMember || tr.Ready == 0
 		out.Tiers = append(out.Tiers, tr)
 	}
+	if noMember {
+		out.Reasons = append(out.Reasons, unreadyNoMember)
+	}
+	if s.sinkFailing() {
+		out.Reasons = append(out.Reasons, unreadySinkFailing)
+	}
+	out.Ready = len(out.Reasons) == 0
 	status := http.StatusOK
 	if !out.Ready {
 		status = http.StatusServiceUnavailable
 	}
 	c.JSON(status, out)
+}
+
+// sinkFailing reports whether the decision sink's writes have failed, without a success, for longer
+// than decision_log.unready_after (never when that is 0).
+func (s *Server) sinkFailing() bool {
+	after := s.cfg.DecisionLog().UnreadyAfter
+	if after <= 0 {
+		return false
+	}
+	since := s.decisions.Stats().SinkFailingSince
+	return !since.IsZero() && s.now().Sub(since) > after
 }
 
 // admissionState is the admin view of every tier's admission snapshot.
@@ -222,4 +251,4 @@ func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
 	return out
 }
 
-func (s *Server) now() time.Time { return time.Now() }
+func (s *Server) now() time.Time { return s.clock() }

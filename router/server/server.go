@@ -42,6 +42,7 @@ type Server struct {
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	engine    *gin.Engine
 	bodies    *budget // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
+	clock     func() time.Time
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
 	inflight  sync.WaitGroup // handlers still running
@@ -50,6 +51,9 @@ type Server struct {
 // Options are the non-config dependencies of a Server.
 type Options struct {
 	Logger *slog.Logger // nil = discard
+	// Now is the clock of request timings, decision records and the decision sink's health; nil =
+	// time.Now. Tests give a manual clock.
+	Now func() time.Time
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -62,8 +66,12 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout)}
 	prober := readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout)
-	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now(),
+	s := &Server{cfg: cfg, log: log, prober: prober, clock: opts.Now,
 		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.started = s.now()
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
@@ -72,7 +80,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		}
 		source = s.pressure
 	}
-	if s.decisions, s.sinkFile, err = openDecisions(cfg); err != nil {
+	alarm := newSinkAlarm(log, sinkSummaryEvery)
+	if s.decisions, s.sinkFile, err = openDecisions(cfg, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
 		s.closePressure()
 		return nil, err
 	}
@@ -130,8 +139,9 @@ func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
 
 // openDecisions builds the decision log the config describes, with its append-only JSONL file behind
 // an asynchronous, bounded queue when jsonl_path is set: a stalled disk then costs dropped (counted)
-// lines, never stalled requests. The file is opened here, the queue's writer starts with Start.
-func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
+// lines, never stalled requests, and health reports the sink's failures as they happen. The file is
+// opened here, the queue's writer starts with Start.
+func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.Log, *os.File, error) {
 	path := cfg.DecisionLog().JSONLPath
 	if path == "" {
 		log, err := routing.NewDecisionLog(cfg, nil)
@@ -144,7 +154,7 @@ func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
 	}
-	log, err := routing.NewDecisionLog(cfg, f, decisionlog.WithAsyncSink(decisionlog.DefaultQueueLines))
+	log, err := routing.NewDecisionLog(cfg, f, decisionlog.WithAsyncSink(decisionlog.DefaultQueueLines), health)
 	if err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("server: decision log: %w", err)
@@ -156,25 +166,35 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
-	e.Use(s.track, s.recoverPanics, withRequestID)
-	e.NoRoute(func(c *gin.Context) { abort(c, errNotFound) })
-	e.NoMethod(func(c *gin.Context) { abort(c, errMethod) })
+	// No redirect may answer before authentication: gin's redirects run before any middleware and
+	// would tell a caller without a token which routes exist (/admin/v1/admission/ -> 301).
+	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false
+	// Authentication is global middleware: gin runs it before a route's handlers and before the 404
+	// and 405 answers alike, so an unauthenticated caller learns nothing about which routes exist.
+	e.Use(s.track, s.recoverPanics, withRequestID, s.authenticate())
+	e.NoRoute(func(c *gin.Context) {
+		s.log.Info("no such route", "request_id", requestID(c), "method", c.Request.Method, "status", http.StatusNotFound)
+		abort(c, errNotFound)
+	})
+	e.NoMethod(func(c *gin.Context) {
+		s.log.Info("method not allowed", "request_id", requestID(c), "route", c.FullPath(), "status", http.StatusMethodNotAllowed)
+		abort(c, errMethod)
+	})
 
-	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	healthz := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+	e.GET("/healthz", healthz)
+	e.HEAD("/healthz", healthz) // load balancers probe with HEAD
 	e.GET("/readyz", s.readyz)
+	e.HEAD("/readyz", s.readyz)
 
-	v1 := e.Group("/v1", requireToken(s.cfg.CallerTokens(), errUnauthenticated))
+	v1 := e.Group("/v1")
 	v1.POST("/chat/completions", s.proxy(routing.ChatCompletions))
 	v1.POST("/completions", s.proxy(routing.Completions))
 	v1.POST("/responses", s.proxy(routing.Responses))
 	v1.POST("/embeddings", s.proxy(routing.Embeddings))
 	v1.GET("/models", s.models)
 
-	var admin []config.Secret
-	if t := s.cfg.AdminToken(); !t.IsZero() {
-		admin = []config.Secret{t}
-	}
-	a := e.Group("/admin/v1", requireToken(admin, errForbiddenAdmin))
+	a := e.Group("/admin/v1")
 	a.GET("/admission", s.admissionState)
 	a.GET("/decisions", s.recentDecisions)
 	a.GET("/decisions/summary", s.decisionSummary)
