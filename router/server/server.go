@@ -288,7 +288,11 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			s.log.Warn("shutdown grace expired; cutting the requests still running")
 			cut(relay.ErrShutdown)
-			s.waitHandlers() // each cut request answers its caller before its connection closes
+			// Each cut request answers its caller before its connection closes. A handler that
+			// cannot end on its own (reading a stalled caller's body) ends when Close drops it.
+			if !s.handlersDone(handlerDrainBound) {
+				s.log.Warn("cut requests still running; closing their connections")
+			}
 			err = srv.Close()
 		}
 		<-served
@@ -312,15 +316,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 const handlerDrainBound = 10 * time.Second
 
 func (s *Server) waitHandlers() {
+	if !s.handlersDone(handlerDrainBound) {
+		s.log.Error("handlers still running after shutdown; closing the decision sink anyway")
+	}
+}
+
+// handlersDone waits up to bound for every handler to return and reports whether they all did.
+func (s *Server) handlersDone(bound time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
 		close(done)
 	}()
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(handlerDrainBound):
-		s.log.Error("handlers still running after shutdown; closing the decision sink anyway")
+		return true
+	case <-t.C:
+		return false
 	}
 }
 

@@ -18,8 +18,10 @@ import (
 	"github.com/anvil-llm/anvil/router/server"
 )
 
-// noRedirects is a client that shows a redirect instead of following it.
-var noRedirects = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// noRedirects returns a client that shows a redirect instead of following it.
+func noRedirects() *http.Client {
+	return &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+}
 
 func send(t *testing.T, r *router, method, path, token string) (int, string) {
 	t.Helper()
@@ -28,7 +30,7 @@ func send(t *testing.T, r *router, method, path, token string) (int, string) {
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
-	resp, err := noRedirects.Do(req)
+	resp, err := noRedirects().Do(req)
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
