@@ -68,6 +68,9 @@ func (t TLS) Enabled() bool { return t.CertFile != "" }
 // Limits bounds what a caller may send.
 type Limits struct {
 	MaxBodyBytes int64
+	// MaxInflightBodyBytes bounds the request bodies being read and parsed at once, counted by their
+	// declared length (MaxBodyBytes when unknown); a request that does not fit is refused with 503.
+	MaxInflightBodyBytes int64
 }
 
 // Upstream bounds every relayed attempt.
@@ -102,6 +105,9 @@ type DecisionLog struct {
 	RingSize     int
 	JSONLPath    string // "" = no sink
 	MaxLineBytes int
+	// UnreadyAfter makes /readyz answer 503 once the JSONL sink's writes have failed for longer than
+	// this; 0 = never.
+	UnreadyAfter time.Duration
 }
 
 // Readiness paces the member readiness prober.

@@ -40,7 +40,8 @@ type AuthDoc struct {
 
 // LimitsDoc is the limits section of a Document.
 type LimitsDoc struct {
-	MaxBodyBytes *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
+	MaxBodyBytes         *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
+	MaxInflightBodyBytes *int64 `mapstructure:"max_inflight_body_bytes" yaml:"max_inflight_body_bytes,omitempty"`
 }
 
 // UpstreamDoc is the upstream section of a Document.
@@ -59,9 +60,10 @@ type LogDoc struct {
 
 // DecisionLogDoc is the decision_log section of a Document.
 type DecisionLogDoc struct {
-	RingSize     *int64  `mapstructure:"ring_size" yaml:"ring_size,omitempty"`
-	JSONLPath    *string `mapstructure:"jsonl_path" yaml:"jsonl_path,omitempty"`
-	MaxLineBytes *int64  `mapstructure:"max_line_bytes" yaml:"max_line_bytes,omitempty"`
+	RingSize     *int64         `mapstructure:"ring_size" yaml:"ring_size,omitempty"`
+	JSONLPath    *string        `mapstructure:"jsonl_path" yaml:"jsonl_path,omitempty"`
+	MaxLineBytes *int64         `mapstructure:"max_line_bytes" yaml:"max_line_bytes,omitempty"`
+	UnreadyAfter *time.Duration `mapstructure:"unready_after" yaml:"unready_after,omitempty"`
 }
 
 // ReadinessDoc is the readiness section of a Document.

@@ -36,7 +36,8 @@ type normAuth struct {
 }
 
 type normLimits struct {
-	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	MaxBodyBytes         int64 `yaml:"max_body_bytes"`
+	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
 }
 
 type normUpstream struct {
@@ -55,6 +56,7 @@ type normDecisionLog struct {
 	RingSize     int    `yaml:"ring_size"`
 	JSONLPath    string `yaml:"jsonl_path,omitempty"`
 	MaxLineBytes int    `yaml:"max_line_bytes"`
+	UnreadyAfter string `yaml:"unready_after"`
 }
 
 type normReadiness struct {
@@ -142,8 +144,9 @@ func (c Config) norm() normConfig {
 		Limits:        normLimits(c.limits),
 		ShutdownGrace: fmtDuration(c.shutdownGrace),
 		Log:           normLog(c.log),
-		DecisionLog:   normDecisionLog(c.decisionLog),
-		IntentFile:    c.intentFile,
+		DecisionLog: normDecisionLog{RingSize: c.decisionLog.RingSize, JSONLPath: c.decisionLog.JSONLPath,
+			MaxLineBytes: c.decisionLog.MaxLineBytes, UnreadyAfter: fmtDuration(c.decisionLog.UnreadyAfter)},
+		IntentFile: c.intentFile,
 		Readiness: normReadiness{
 			Interval: fmtDuration(c.readiness.Interval),
 			Timeout:  fmtDuration(c.readiness.Timeout),

@@ -13,6 +13,10 @@ const (
 	DefaultListen = "127.0.0.1:8080"
 
 	defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes = 1 << 20, 1 << 10, 64 << 20
+	// The in-flight budget is a fixed amount of memory, independent of the body limit (whose largest
+	// value it equals, so the default always admits a largest body): 64 MiB parses 64 bodies of 1 MiB
+	// at once, or thousands of ordinary chat bodies.
+	defaultMaxInflightBodyBytes, maxMaxInflightBodyBytes = 64 << 20, 8 << 30
 
 	defaultConnectTimeout, minConnectTimeout, maxConnectTimeout       = 5 * time.Second, 100 * time.Millisecond, time.Minute
 	defaultFirstByteTimeout, minFirstByteTimeout, maxFirstByteTimeout = 2 * time.Minute, time.Second, time.Hour
@@ -22,6 +26,7 @@ const (
 	defaultShutdownGrace, minShutdownGrace, maxShutdownGrace = 30 * time.Second, 0, 10 * time.Minute
 
 	defaultRingSize, minRingSize, maxRingSize             = 1024, 1, 100000
+	defaultUnreadyAfter, minUnreadyAfter, maxUnreadyAfter = 0, 0, 24 * time.Hour
 	defaultMaxLineBytes, minMaxLineBytes, maxMaxLineBytes = ident.MaxLineBytes, ident.MinLineBytes, ident.MaxLineBytes
 
 	defaultReadinessInterval, minReadinessInterval, maxReadinessInterval = 2 * time.Second, 100 * time.Millisecond, time.Minute
@@ -86,7 +91,12 @@ func buildLimits(r *LimitsDoc, c *Config) (err error) {
 	if r == nil {
 		r = &LimitsDoc{}
 	}
-	c.limits.MaxBodyBytes, err = intIn(r.MaxBodyBytes, defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes, "limits.max_body_bytes")
+	if c.limits.MaxBodyBytes, err = intIn(r.MaxBodyBytes, defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes, "limits.max_body_bytes"); err != nil {
+		return err
+	}
+	// One largest body must fit in the budget, or it could never be read.
+	c.limits.MaxInflightBodyBytes, err = intIn(r.MaxInflightBodyBytes, max(defaultMaxInflightBodyBytes, c.limits.MaxBodyBytes),
+		c.limits.MaxBodyBytes, maxMaxInflightBodyBytes, "limits.max_inflight_body_bytes")
 	return err
 }
 
@@ -156,7 +166,11 @@ func buildDecisionLog(r *DecisionLogDoc, c *Config) error {
 	if err != nil {
 		return err
 	}
-	c.decisionLog = DecisionLog{RingSize: int(ring), JSONLPath: path, MaxLineBytes: int(line)}
+	unready, err := durIn(r.UnreadyAfter, defaultUnreadyAfter, minUnreadyAfter, maxUnreadyAfter, "decision_log.unready_after")
+	if err != nil {
+		return err
+	}
+	c.decisionLog = DecisionLog{RingSize: int(ring), JSONLPath: path, MaxLineBytes: int(line), UnreadyAfter: unready}
 	return nil
 }
 

@@ -275,3 +275,21 @@ func TestReadJSONLTolerant(t *testing.T) {
 	recs, _, _ := ReadJSONLTolerant(strings.NewReader(valid(1)+valid(2)+valid(3)), 2)
 	assert.Len(t, recs, 2, "reading stops at the limit")
 }
+
+// TestReadJSONLShutdown: a shutdown cut is an admitted, one-attempt outcome with the status the caller
+// saw; ingestion reads it back and refuses it without its attempt.
+func TestReadJSONLShutdown(t *testing.T) {
+	line := edit(t, `"outcome":"success"`, `"outcome":"shutdown"`)
+	recs, err := ReadJSONL(strings.NewReader(line+"\n"), 1)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, OutcomeShutdown, recs[0].Outcome)
+	assert.Equal(t, 200, recs[0].Status)
+	assert.True(t, recs[0].Outcome.Admitted())
+	var out bytes.Buffer
+	require.NoError(t, mustLog(t, 1, &out).Add(recs[0]))
+	assert.Equal(t, line+"\n", out.String(), "written back byte for byte")
+
+	_, err = ReadJSONL(strings.NewReader(strings.Replace(line, `"attempts":1`, `"attempts":0`, 1)+"\n"), 1)
+	assert.ErrorIs(t, err, ErrInconsistent)
+}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/anvil-llm/anvil/router/ident"
 )
@@ -21,6 +22,7 @@ type options struct {
 	maxLine    int
 	membership map[string]map[string]int64
 	queue      int
+	health     health
 }
 
 // WithMaxLineBytes lowers the sink's line bound (newline excluded), within
@@ -39,6 +41,16 @@ func WithAsyncSink(queue int) Option {
 			o.queue = DefaultQueueLines
 		}
 	}
+}
+
+// WithSinkHealth reports the sink's health to the shell as it changes. now is the shell's clock (the
+// Log reads no clock of its own); observe receives a SinkEvent for every failed write or flush, the
+// first successful write after failures, and every line dropped from a full queue. observe runs in the
+// goroutine that met the event (the writer goroutine, or a request's Add for drops), so it must be safe
+// for concurrent use and must not block; it must not call the Log. Without this option Stats still
+// counts every failure, and SinkFailingSince stays zero.
+func WithSinkHealth(now func() time.Time, observe func(SinkEvent)) Option {
+	return func(o *options) { o.health = health{now: now, observe: observe} }
 }
 
 // WithMembership makes Add check replica_scheduler evidence against configured
@@ -62,6 +74,9 @@ type Stats struct {
 	SinkErrors        uint64 // failed or short sink writes and failed flushes
 	SinkShortWrites   uint64 // writes that wrote part of a line (also counted in SinkErrors)
 	SinkAfterClose    uint64 // lines not written because Close had been called
+	// SinkFailingSince is when the sink's current run of failed writes began, by the clock given to
+	// WithSinkHealth; zero while the last write succeeded (or none failed, or no clock was given).
+	SinkFailingSince time.Time
 }
 
 // Log is a bounded ring of recent records plus an optional JSONL sink. It is safe for
@@ -110,7 +125,7 @@ func New(ringSize int, sink io.Writer, opts ...Option) (*Log, error) {
 		size:       ringSize,
 	}
 	if sink != nil {
-		l.sink = newSink(sink, o.queue)
+		l.sink = newSink(sink, o.queue, o.health)
 	}
 	return l, nil
 }
@@ -229,6 +244,9 @@ func (l *Log) Stats() Stats {
 	if s := l.sink; s != nil {
 		st.SinkLines, st.SinkDropped, st.SinkErrors = s.lines.Load(), s.dropped.Load(), s.errors.Load()
 		st.SinkShortWrites, st.SinkAfterClose = s.short.Load(), s.afterClose.Load()
+		if since := s.failingSince.Load(); since != nil {
+			st.SinkFailingSince = *since
+		}
 	}
 	return st
 }

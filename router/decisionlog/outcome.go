@@ -16,17 +16,18 @@ const (
 	OutcomeClientCanceled         Outcome = "client_canceled"
 	OutcomeMalformedStream        Outcome = "malformed_stream"
 	OutcomeStreamTruncated        Outcome = "stream_truncated"
+	OutcomeShutdown               Outcome = "shutdown" // cut by the router's shutdown after shutdown_grace
 )
 
 // Outcomes lists every outcome in a fixed order: reports list outcomes in this order.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
 		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
-		OutcomeMalformedStream, OutcomeStreamTruncated}
+		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown}
 }
 
 // NumOutcomes is the number of defined outcomes.
-const NumOutcomes = 9
+const NumOutcomes = 10
 
 // Index returns o's position in Outcomes, or -1 for an undefined outcome: reports count outcomes in
 // arrays indexed by it.
@@ -50,6 +51,8 @@ func (o Outcome) Index() int {
 		return 7
 	case OutcomeStreamTruncated:
 		return 8
+	case OutcomeShutdown:
+		return 9
 	}
 	return -1
 }
@@ -64,8 +67,8 @@ func (o Outcome) Valid() bool {
 func (o Outcome) Admitted() bool { return o.Valid() && o != OutcomeRefused && o != OutcomeNotAdmitted }
 
 // attemptRange is the one-attempt accounting: refusals never reach an upstream, every
-// upstream-derived outcome made exactly one attempt, and a cancellation may land on
-// either side of the attempt.
+// upstream-derived outcome made exactly one attempt (a shutdown cut is one: the relay sees it), and a
+// cancellation may land on either side of the attempt.
 func (o Outcome) attemptRange() (lo, hi int, ok bool) {
 	switch o {
 	case OutcomeRefused, OutcomeNotAdmitted:
@@ -73,7 +76,7 @@ func (o Outcome) attemptRange() (lo, hi int, ok bool) {
 	case OutcomeClientCanceled:
 		return 0, 1, true
 	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
-		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated:
+		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -107,13 +110,15 @@ const (
 	EndFirstByteTimeout
 	// EndTimeout: the whole attempt exceeded the overall timeout.
 	EndTimeout
+	// EndShutdown: the router's shutdown cut the attempt once shutdown_grace had passed.
+	EndShutdown
 	numEndings
 )
 
 // String names the ending.
 func (e Ending) String() string {
 	names := [numEndings]string{"complete", "http_error", "error_event", "transport", "cut", "malformed",
-		"client_cancel", "first_byte_timeout", "timeout"}
+		"client_cancel", "first_byte_timeout", "timeout", "shutdown"}
 	if e < numEndings {
 		return names[e]
 	}
@@ -130,7 +135,8 @@ const StatusClientClosed = 499
 //   - once a status was sent it stands: a later failure ends the response in-band (the relay's SSE
 //     error event) and the caller's status is wrote;
 //   - before anything is sent, the relay answers a failure with its own fixed error: 504 for a timeout,
-//     502 for a transport failure, a cut or a malformed stream; a caller who left sees nothing (499).
+//     503 for a shutdown cut, 502 for a transport failure, a cut or a malformed stream; a caller who left
+//     sees nothing (499).
 //
 // Complete and HTTP-error answers are relayed, so their wrote is the upstream's status; an ending
 // outside the enum is a transport failure.
@@ -150,6 +156,8 @@ func Terminal(e Ending, wrote int) (Outcome, int) {
 		o, status = OutcomeClientCanceled, StatusClientClosed
 	case EndFirstByteTimeout, EndTimeout:
 		o, status = OutcomeUpstreamTimeout, 504
+	case EndShutdown:
+		o, status = OutcomeShutdown, 503
 	default:
 		o = OutcomeUpstreamTransportError
 	}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // DefaultQueueLines bounds the lines an asynchronous sink holds for the disk. At a few hundred bytes a
@@ -17,8 +18,12 @@ const DefaultQueueLines = 8192
 // requests). Either way lines reach the writer in order, one Write call per line, and a short or failed
 // write never tears the next line: it starts on a fresh line.
 type sink struct {
-	w     io.Writer
-	queue chan []byte // nil: synchronous
+	w      io.Writer
+	queue  chan []byte // nil: synchronous
+	health health
+	// failingSince is set at the first failed write of a run and cleared by the next success. Only the
+	// writer side stores it; a successful write costs one atomic load.
+	failingSince atomic.Pointer[time.Time]
 
 	mu      sync.Mutex // serializes synchronous writes; guards closed and started
 	closed  bool
@@ -29,8 +34,8 @@ type sink struct {
 	lines, dropped, afterClose, errors, short atomic.Uint64
 }
 
-func newSink(w io.Writer, queue int) *sink {
-	s := &sink{w: w, done: make(chan struct{})}
+func newSink(w io.Writer, queue int, h health) *sink {
+	s := &sink{w: w, done: make(chan struct{}), health: h}
 	if queue > 0 {
 		s.queue = make(chan []byte, queue)
 	}
@@ -67,6 +72,7 @@ func (s *sink) put(line []byte) {
 		case s.queue <- line:
 		default:
 			s.dropped.Add(1)
+			s.health.report(SinkEvent{Kind: SinkDropped})
 		}
 	}
 }
@@ -86,9 +92,27 @@ func (s *sink) writeLine(line []byte) {
 	}
 	if err != nil || n != len(line) {
 		s.errors.Add(1)
+		s.failed(err)
 		return
 	}
 	s.lines.Add(1)
+	if s.failingSince.Load() != nil {
+		s.failingSince.Store(nil)
+		s.health.report(SinkEvent{Kind: SinkRecovered})
+	}
+}
+
+// failed notes a failed write or flush: the start of a failing run, when it is one, and the event.
+func (s *sink) failed(err error) {
+	if err == nil {
+		err = io.ErrShortWrite
+	}
+	ev := SinkEvent{Kind: SinkWriteFailed, At: s.health.at(), Err: err}
+	if !ev.At.IsZero() && s.failingSince.Load() == nil {
+		at := ev.At
+		s.failingSince.Store(&at)
+	}
+	s.health.report(ev)
 }
 
 // flusher is the buffering a sink's writer may have (bufio.Writer has it).
@@ -112,6 +136,7 @@ func (s *sink) flushWriter() error {
 	}
 	if err := f.Flush(); err != nil {
 		s.errors.Add(1)
+		s.failed(err)
 		return err
 	}
 	return nil

@@ -45,12 +45,15 @@
 //	  SSE ended before the first event      502 stream_truncated
 //	  client canceled                       nothing (Result.Status = 499)
 //	ordinary response (any status)          upstream status, Content-Type, Retry-After on errors, the body
-//	                                        unchanged; non-2xx is outcome upstream_http_error
+//	                                        unchanged; non-2xx is outcome upstream_http_error, except:
+//	  401 or 403 from a keyed upstream      502 with a fixed error (Err = ErrUpstreamCredentials)
+//	  error carrying the upstream key       upstream status and clean Retry-After, fixed error body
 //	SSE (2xx, text/event-stream)            headers with the first well-formed block, then every block as it
 //	                                        arrives, flushed, with LF line endings
 //	  data: [DONE]                          relayed, then the relay stops: success
 //	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
-//	  upstream error event                  relayed unchanged; outcome upstream_http_error (first error wins)
+//	  upstream error event                  relayed unchanged; outcome upstream_http_error (first error wins);
+//	                                        one carrying the upstream key is replaced by a fixed error event
 //	  malformed or oversized event          the bad event is dropped; the client gets one
 //	                                        data: {"error":{...,"code":"malformed_stream"}} event, then EOF
 //	  upstream closes or resets early       data: {"error":{...,"code":"stream_truncated"}}, then EOF
@@ -58,6 +61,14 @@
 //	  client canceled mid-stream            nothing more (the upstream request is canceled)
 //
 // An error event is never followed by data: [DONE]: [DONE] means a complete stream.
+//
+// # Upstream keys never reach the caller
+//
+// With Upstream.APIKey set, the bytes of every error the upstream sends (an ordinary non-2xx body, its
+// Retry-After, an SSE error event) are checked for the key before they are relayed, in the forms
+// listed on leakCheck: the key itself or JSON-escaped, any 8 consecutive characters of it, 4-7 of its
+// first characters before a mask, or a mask before its last 3 or 4 characters (a mask is three or more
+// of * . x X • …). Successful bodies and non-error events are model output and pass unexamined.
 //
 // # SSE well-formedness
 //

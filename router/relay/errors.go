@@ -18,10 +18,17 @@ var (
 	ErrTimeout = errors.New("relay: upstream timeout")
 	// ErrClientCanceled: the client's context ended or writing to the client failed.
 	ErrClientCanceled = errors.New("relay: client canceled")
+	// ErrShutdown is the cause the server cancels its requests' contexts with when shutdown_grace has
+	// passed: an attempt whose client context ends with this cause was cut by the router, not the
+	// caller (decisionlog.EndShutdown).
+	ErrShutdown = errors.New("relay: router shutting down")
 	// ErrResponseTooLarge: an ordinary response body exceeded Options.MaxResponseBytes.
 	ErrResponseTooLarge = errors.New("relay: upstream response too large")
 	// ErrUpstreamStatus: the upstream answered with a non-2xx status.
 	ErrUpstreamStatus = errors.New("relay: upstream error status")
+	// ErrUpstreamCredentials: an upstream with a configured key answered 401 or 403: it refused the
+	// router's credential. The caller gets a fixed 502.
+	ErrUpstreamCredentials = errors.New("relay: upstream refused the router's credentials")
 	// ErrUpstreamErrorEvent: a well-formed SSE event reported an upstream error mid-stream.
 	ErrUpstreamErrorEvent = errors.New("relay: upstream error event")
 	// ErrMalformedEvent: an SSE event broke the framing rules or its data was neither [DONE] nor JSON.
@@ -48,6 +55,13 @@ func message(f failure) string {
 		return "the upstream server sent a malformed stream"
 	case decisionlog.EndCut:
 		return "the upstream stream ended before completion"
+	case decisionlog.EndShutdown:
+		return "the router is shutting down; retry shortly"
+	case decisionlog.EndHTTPError, decisionlog.EndErrorEvent:
+		if errors.Is(f.err, ErrUpstreamCredentials) {
+			return "the upstream server refused the router's credentials"
+		}
+		return "the upstream server returned an error"
 	}
 	if errors.Is(f.err, ErrResponseTooLarge) {
 		return "the upstream response exceeded the size limit"

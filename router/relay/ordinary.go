@@ -13,8 +13,9 @@ import (
 
 // ordinary relays a non-streaming response (or any non-2xx response). The body is read whole, within
 // MaxResponseBytes, before anything is written, so that an oversized or broken body still becomes a
-// clean 502 instead of a truncated 200.
-func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, br *bufio.Reader, res *Result) {
+// clean 502 instead of a truncated 200. An error answer that could carry the upstream key (a keyed
+// upstream's 401 or 403, or any error body holding the key) is replaced (see withheld).
+func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, br *bufio.Reader, res *Result, key string) {
 	body, err := readBounded(br, resp.ContentLength, r.opts.MaxResponseBytes)
 	switch {
 	case errors.Is(err, ErrResponseTooLarge):
@@ -25,6 +26,9 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 		return
 	}
 
+	if !isSuccess(resp.StatusCode) && withheld(w, resp, body, res, key) {
+		return
+	}
 	h := w.Header()
 	if ct := resp.Header.Get("Content-Type"); ct != "" {
 		h.Set("Content-Type", ct)
@@ -40,7 +44,7 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	w.WriteHeader(resp.StatusCode)
 	res.Status, res.Wrote = resp.StatusCode, true
 	if _, err := w.Write(body); err != nil {
-		finish(w, res, failure{decisionlog.EndClientCancel, ErrClientCanceled})
+		finish(w, res, writeFailed(ctx))
 		return
 	}
 	if isSuccess(resp.StatusCode) {
@@ -49,6 +53,33 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	}
 	res.Outcome, _ = decisionlog.Terminal(decisionlog.EndHTTPError, res.Status)
 	res.Err = ErrUpstreamStatus
+}
+
+// withheld answers in place of an upstream error that may carry the upstream key, and reports whether
+// it did. With a key configured, a 401 or 403 means the upstream refused the router's credential: the
+// caller gets a fixed 502, never the upstream's words about the key. Any other error keeps its status
+// (and a clean Retry-After) and loses its body when the body or Retry-After holds the key in a form
+// leakCheck knows.
+func withheld(w http.ResponseWriter, resp *http.Response, body []byte, res *Result, key string) bool {
+	if key == "" {
+		return false
+	}
+	if resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden {
+		finish(w, res, failure{decisionlog.EndHTTPError, ErrUpstreamCredentials})
+		return true
+	}
+	leaks := newLeakCheck(key)
+	ra := resp.Header.Get("Retry-After")
+	if !leaks.in(body) && !leaks.in([]byte(ra)) {
+		return false
+	}
+	if ra != "" && validHeaderValue(ra) && !leaks.in([]byte(ra)) {
+		w.Header().Set("Retry-After", ra)
+	}
+	res.Outcome, res.Status = decisionlog.Terminal(decisionlog.EndHTTPError, resp.StatusCode)
+	res.Err = ErrUpstreamStatus
+	writeError(w, res, failure{decisionlog.EndHTTPError, ErrUpstreamStatus})
+	return true
 }
 
 // readBounded reads r to the end, failing with ErrResponseTooLarge as soon as more than limit bytes

@@ -149,10 +149,10 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 	res.FirstByte = r.opts.Now().Sub(start)
 
 	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
-		r.stream(ctx, upCtx, w, resp, er, res)
+		r.stream(ctx, upCtx, w, resp, er, res, up.APIKey)
 		return
 	}
-	r.ordinary(ctx, upCtx, w, resp, er.br, res)
+	r.ordinary(ctx, upCtx, w, resp, er.br, res, up.APIKey)
 }
 
 func (r *Relay) getReader(body io.Reader) *eventReader {
@@ -214,7 +214,7 @@ func validHeaderValue(s string) bool {
 // checked first: once the client is gone, nothing else matters.
 func classify(ctx, upCtx context.Context, err error) failure {
 	if ctx.Err() != nil {
-		return failure{decisionlog.EndClientCancel, ErrClientCanceled}
+		return clientGone(ctx)
 	}
 	switch cause := context.Cause(upCtx); {
 	case errors.Is(cause, ErrFirstByteTimeout):
@@ -229,6 +229,24 @@ func classify(ctx, upCtx context.Context, err error) failure {
 	return failure{decisionlog.EndTransport, ErrTransport}
 }
 
+// clientGone classifies a client context that has ended: the router's shutdown (cause ErrShutdown) or
+// the caller.
+func clientGone(ctx context.Context) failure {
+	if errors.Is(context.Cause(ctx), ErrShutdown) {
+		return failure{decisionlog.EndShutdown, ErrShutdown}
+	}
+	return failure{decisionlog.EndClientCancel, ErrClientCanceled}
+}
+
+// writeFailed classifies a failed write to the client: the caller went away, unless the router's
+// shutdown ended the request first.
+func writeFailed(ctx context.Context) failure {
+	if ctx.Err() != nil {
+		return clientGone(ctx)
+	}
+	return failure{decisionlog.EndClientCancel, ErrClientCanceled}
+}
+
 // finish records f and, if nothing has been written and the client is still there, sends the fixed
 // OpenAI-shaped error with decisionlog.Terminal's status. Once a status was committed, it stands and
 // the caller handles the in-band ending.
@@ -238,10 +256,18 @@ func finish(w http.ResponseWriter, res *Result, f failure) {
 	if res.Wrote || f.end == decisionlog.EndClientCancel {
 		return
 	}
+	writeError(w, res, f)
+}
+
+// writeError sends f's fixed OpenAI-shaped error with status res.Status.
+func writeError(w http.ResponseWriter, res *Result, f failure) {
 	body := errorJSON(f)
 	h := w.Header()
 	h.Set("Content-Type", "application/json")
 	h.Set("Content-Length", strconv.Itoa(len(body)))
+	if res.Status == http.StatusServiceUnavailable {
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(res.Status)
 	res.Wrote = true
 	_, _ = w.Write(body) // a failed write means the client left; the outcome already says what happened

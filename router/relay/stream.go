@@ -11,9 +11,11 @@ import (
 
 // stream relays a 2xx text/event-stream response event by event. Headers are committed with the first
 // well-formed block, so a stream that fails before it still gets a clean HTTP error. After that,
-// a failure ends the stream in-band with one error event (see the package doc).
-func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result) {
+// a failure ends the stream in-band with one error event (see the package doc). An upstream error event
+// that carries the upstream key is replaced by the relay's own fixed error event.
+func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result, key string) {
 	s := sseRelay{w: w, rc: http.NewResponseController(w), res: res, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
+	var leaks *leakCheck // built at the first error event of a keyed upstream
 	complete := false
 	for {
 		ev, err := er.next()
@@ -26,12 +28,20 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 			s.end(failure{decisionlog.EndMalformed, err})
 			return
 		}
+		raw := ev.raw
 		if info.failed {
-			s.note(failure{decisionlog.EndErrorEvent, ErrUpstreamErrorEvent})
+			f := failure{decisionlog.EndErrorEvent, ErrUpstreamErrorEvent}
+			s.note(f)
+			if leaks == nil && key != "" {
+				leaks = newLeakCheck(key)
+			}
+			if leaks.in(raw) {
+				raw = sseErrorEvent(f)
+			}
 		}
 		complete = complete || info.terminal
-		if !s.forward(ev.raw) {
-			s.end(failure{decisionlog.EndClientCancel, ErrClientCanceled})
+		if !s.forward(raw) {
+			s.end(writeFailed(ctx))
 			return
 		}
 		if info.done {

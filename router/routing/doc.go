@@ -14,6 +14,7 @@
 //   - router.go: Router (aliases, admission, the snapshot sources, the decision log), Resolve, admit.
 //   - plan.go: the one place a config becomes admission specs, pressure specs and the decision log's
 //     membership.
-//   - request.go, gates.go: the request parser (decode once, measure the prompt conservatively) and
-//     the gates.
+//   - request.go, measure.go, scan.go, gates.go: the request parser (one validating pass over the
+//     caller's bytes, exact keys, nothing materialized; measure the prompt conservatively; splice the
+//     served model into the original bytes) and the gates.
 package routing

@@ -1,11 +1,10 @@
 package routing
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"math"
+	"unicode/utf8"
 )
 
 // Endpoint names the OpenAI surface a request arrived on; it decides which body fields carry the prompt
@@ -38,16 +37,19 @@ type Request struct {
 	Tools        bool  // tools, functions or a tool_choice other than "none"
 	Media        bool  // image, audio, video or file content parts
 
-	fields map[string]json.RawMessage
+	body  []byte // the caller's bytes: relayed unchanged but for the model value
+	model [2]int // the model value's string literal in body, quotes included
 }
 
 // Request errors. Their text is the fixed message the caller sees.
 var (
-	ErrBadJSON      = errors.New("request body must be a JSON object")
-	ErrMissingModel = errors.New("'model' is required and must be a non-empty string")
-	ErrBadField     = errors.New("request field has the wrong type")
-	ErrMissingInput = errors.New("request has no prompt: 'messages', 'prompt' or 'input' is required")
-	ErrBadMaxTokens = errors.New("requested max output tokens must be a positive integer")
+	ErrBadJSON        = errors.New("request body must be a JSON object")
+	ErrMissingModel   = errors.New("'model' is required and must be a non-empty string")
+	ErrBadField       = errors.New("request field has the wrong type")
+	ErrMissingInput   = errors.New("request has no prompt: 'messages', 'prompt' or 'input' is required")
+	ErrBadMaxTokens   = errors.New("requested max output tokens must be a positive integer written without a fraction or exponent")
+	ErrDuplicateField = errors.New("a request field appears more than once")
+	ErrFoldedKey      = errors.New("a request key differs from a field name only by letter case")
 )
 
 // FieldError names the offending field; errors.Is(err, ErrBadField) holds.
@@ -56,111 +58,348 @@ type FieldError struct{ Field string }
 func (e *FieldError) Error() string { return fmt.Sprintf("field '%s' has the wrong type", e.Field) }
 func (e *FieldError) Unwrap() error { return ErrBadField }
 
-// ParseRequest decodes a request body once. It refuses anything that is not a JSON object with a model
-// string and the endpoint's prompt field, and measures the prompt conservatively.
+// KeyError refuses a key the parser cannot read unambiguously: a second copy of a field the router
+// reads (errors.Is ErrDuplicateField), or a key that is not exactly such a field's name but equals it
+// under Unicode simple case folding (errors.Is ErrFoldedKey), which encoding/json-style upstreams
+// would read as that field. Field is always the router's own spelling, never the caller's key.
+type KeyError struct {
+	Field     string
+	Duplicate bool
+}
+
+func (e *KeyError) Error() string {
+	if e.Duplicate {
+		return fmt.Sprintf("field '%s' appears more than once", e.Field)
+	}
+	return fmt.Sprintf("a key differs from the field '%s' only by letter case; use the exact name", e.Field)
+}
+
+func (e *KeyError) Unwrap() error {
+	if e.Duplicate {
+		return ErrDuplicateField
+	}
+	return ErrFoldedKey
+}
+
+// field is a top-level body field the router reads.
+type field uint8
+
+const (
+	fieldModel field = iota
+	fieldStream
+	fieldMaxCompletionTokens
+	fieldMaxTokens
+	fieldMaxOutputTokens
+	fieldTools
+	fieldFunctions
+	fieldToolChoice
+	fieldMessages
+	fieldPrompt
+	fieldInput
+	fieldInstructions
+	numFields
+)
+
+var fieldNames = [numFields]string{"model", "stream", "max_completion_tokens", "max_tokens",
+	"max_output_tokens", "tools", "functions", "tool_choice", "messages", "prompt", "input", "instructions"}
+
+type fieldSet uint16
+
+func setOf(fs ...field) fieldSet {
+	var s fieldSet
+	for _, f := range fs {
+		s |= 1 << f
+	}
+	return s
+}
+
+func (s fieldSet) has(f field) bool { return s&(1<<f) != 0 }
+
+// maxOutputFields lists, per endpoint, the fields that request output tokens.
+var maxOutputFields = [...][]field{
+	ChatCompletions: {fieldMaxCompletionTokens, fieldMaxTokens},
+	Completions:     {fieldMaxTokens},
+	Responses:       {fieldMaxOutputTokens},
+	Embeddings:      nil,
+}
+
+// readFields is, per endpoint, every top-level field the parser reads: these are the keys that must
+// appear at most once and exactly spelled.
+var readFields = [...]fieldSet{
+	ChatCompletions: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice,
+		fieldMaxCompletionTokens, fieldMaxTokens, fieldMessages),
+	Completions: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice,
+		fieldMaxTokens, fieldPrompt),
+	Responses: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice,
+		fieldMaxOutputTokens, fieldInput, fieldInstructions),
+	Embeddings: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice, fieldInput),
+}
+
+// maxTokensLimit bounds what a caller may request so arithmetic on it never overflows.
+const maxTokensLimit = 1 << 40
+
+// maxKeyBytes bounds a decoded key that can still equal a field name under case folding (the longest
+// name is 21 ASCII letters; a folded letter takes at most 3 bytes).
+const maxKeyBytes = 64
+
+// ParseRequest reads a request body once, in place. It refuses anything that is not one JSON object
+// (as encoding/json would refuse it), with the model string and the endpoint's prompt field, and
+// measures the prompt conservatively. It materializes nothing it does not read: unknown fields are
+// validated and skipped, and only the model name is copied.
+//
+// Keys are exact: a field the router reads must appear once, spelled exactly (escapes decoded); a key
+// that differs from one only by case (Unicode simple folding, so "MAX_TOKENS" and a Kelvin-sign
+// "max_to\u212aens" alike) is refused with a KeyError. Inside messages, content parts and Responses
+// items, every key that folds to "content", "text" or "type", and every copy of one, is measured, and
+// a key folding to a media key marks media: the estimate holds whichever copy an upstream reads.
 func ParseRequest(ep Endpoint, body []byte) (Request, error) {
-	var fields map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&fields); err != nil || fields == nil || dec.More() {
-		return Request{}, ErrBadJSON
+	p := parser{b: body, read: readFields[ep]}
+	if err := p.scan(); err != nil {
+		return Request{}, err
 	}
-	if _, err := dec.Token(); err == nil {
-		return Request{}, ErrBadJSON // trailing data after the object
+	r, err := p.request(ep)
+	if err != nil {
+		return Request{}, err
 	}
-	r := Request{Endpoint: ep, fields: fields}
-	if err := json.Unmarshal(fields["model"], &r.Model); err != nil || r.Model == "" {
+	return r, nil
+}
+
+// Body returns the body to send upstream: the caller's bytes with the model value replaced by the tier's
+// served model name (JSON-quoted). Every other byte (key order, spacing, escapes, fields the router does
+// not read, duplicates of those) is relayed exactly as the caller sent it.
+func (r Request) Body(servedModel string) []byte {
+	lit, _ := json.Marshal(servedModel) // a string always marshals
+	out := make([]byte, 0, len(r.body)-(r.model[1]-r.model[0])+len(lit))
+	out = append(out, r.body[:r.model[0]]...)
+	out = append(out, lit...)
+	return append(out, r.body[r.model[1]:]...)
+}
+
+// parser holds one body and where its top-level fields start; at[f] is 0 when f is absent (no value
+// can start at 0, inside the object).
+type parser struct {
+	b      []byte
+	read   fieldSet
+	at     [numFields]int
+	keyErr *KeyError // the first duplicate or folded key
+}
+
+// scan validates the whole body as one JSON object and records where each field the endpoint reads
+// starts. Key errors are kept for after validation: broken JSON is ErrBadJSON whatever its keys.
+func (p *parser) scan() error {
+	b := p.b
+	i := skipSpace(b, 0)
+	if i >= len(b) || b[i] != '{' {
+		return ErrBadJSON
+	}
+	end, err := eachMember(b, i, 0, func(m member) (int, error) {
+		p.note(m)
+		return skipValue(b, m.value, 1)
+	})
+	if err != nil || skipSpace(b, end) != len(b) {
+		return ErrBadJSON
+	}
+	if p.keyErr != nil {
+		return p.keyErr
+	}
+	return nil
+}
+
+// note classifies one top-level key.
+func (p *parser) note(m member) {
+	var buf [maxKeyBytes]byte
+	key, ok := decodeSmall(m.key, m.flags, buf[:])
+	if !ok {
+		return
+	}
+	for f := range numFields {
+		if !p.read.has(f) {
+			continue
+		}
+		name := fieldNames[f]
+		switch {
+		case string(key) == name:
+			if p.at[f] != 0 {
+				p.fail(&KeyError{Field: name, Duplicate: true})
+			}
+			p.at[f] = m.value
+			return
+		case equalFold(key, name):
+			p.fail(&KeyError{Field: name})
+			return
+		}
+	}
+}
+
+func (p *parser) fail(err *KeyError) {
+	if p.keyErr == nil {
+		p.keyErr = err
+	}
+}
+
+// value returns where field f's value starts, and false when f is absent or null.
+func (p *parser) value(f field) (int, bool) {
+	i := p.at[f]
+	return i, i != 0 && p.b[i] != 'n'
+}
+
+// request interprets the recorded fields, in a fixed order so a body with several faults always gets
+// the same answer.
+func (p *parser) request(ep Endpoint) (Request, error) {
+	b := p.b
+	r := Request{Endpoint: ep, body: b}
+	i := p.at[fieldModel]
+	if i == 0 || b[i] != '"' {
 		return Request{}, ErrMissingModel
 	}
-	if raw, ok := fields["stream"]; ok && !isNull(raw) {
-		if err := json.Unmarshal(raw, &r.Stream); err != nil {
+	end, flags, _ := scanString(b, i)
+	if end-i == 2 {
+		return Request{}, ErrMissingModel
+	}
+	r.Model, r.model = decodeString(b[i+1:end-1], flags), [2]int{i, end}
+	if i, ok := p.value(fieldStream); ok {
+		switch b[i] {
+		case 't':
+			r.Stream = true
+		case 'f':
+		default:
 			return Request{}, &FieldError{"stream"}
 		}
 	}
 	var err error
-	if r.MaxOutput, err = maxOutput(ep, fields); err != nil {
+	if r.MaxOutput, err = p.maxOutput(ep); err != nil {
 		return Request{}, err
 	}
-	if r.Tools, err = wantsTools(fields); err != nil {
+	if r.Tools, err = p.wantsTools(); err != nil {
 		return Request{}, err
 	}
-	m := measure{}
-	if err := m.prompt(ep, fields); err != nil {
+	m := measure{b: b}
+	if err := m.prompt(ep, p); err != nil {
 		return Request{}, err
 	}
 	r.PromptTokens, r.Media = m.tokens(), m.media
 	return r, nil
 }
 
-// Body returns the body to send upstream with the model field replaced by the tier's served model
-// name. Other fields are relayed exactly as the caller sent them.
-func (r Request) Body(servedModel string) ([]byte, error) {
-	out := make(map[string]json.RawMessage, len(r.fields))
-	for k, v := range r.fields {
-		out[k] = v
-	}
-	m, err := json.Marshal(servedModel)
-	if err != nil {
-		return nil, err
-	}
-	out["model"] = m
-	return json.Marshal(out)
-}
-
-func isNull(raw json.RawMessage) bool { return string(bytes.TrimSpace(raw)) == "null" }
-
-// maxOutputFields lists, per endpoint, the fields that request output tokens, in OpenAI's precedence.
-var maxOutputFields = [...][]string{
-	ChatCompletions: {"max_completion_tokens", "max_tokens"},
-	Completions:     {"max_tokens"},
-	Responses:       {"max_output_tokens"},
-	Embeddings:      nil,
-}
-
-// maxTokensLimit bounds what a caller may request so arithmetic on it never overflows.
-const maxTokensLimit = 1 << 40
-
-func maxOutput(ep Endpoint, fields map[string]json.RawMessage) (int64, error) {
-	for _, name := range maxOutputFields[ep] {
-		raw, ok := fields[name]
-		if !ok || isNull(raw) {
+// maxOutput is the largest output request among the endpoint's fields: whichever one an upstream
+// honours, the gate has seen at least that much.
+func (p *parser) maxOutput(ep Endpoint) (int64, error) {
+	var most int64
+	for _, f := range maxOutputFields[ep] {
+		i, ok := p.value(f)
+		if !ok {
 			continue
 		}
-		var n json.Number
-		if raw[0] == '"' || json.Unmarshal(raw, &n) != nil {
-			return 0, ErrBadMaxTokens
+		n, err := positiveInteger(p.b, i)
+		if err != nil {
+			return 0, err
 		}
-		f, err := n.Float64()
-		if err != nil || f != math.Trunc(f) || f < 1 || f > maxTokensLimit {
-			return 0, ErrBadMaxTokens
-		}
-		return int64(f), nil
+		most = max(most, n)
 	}
-	return 0, nil
+	return most, nil
 }
 
-func wantsTools(fields map[string]json.RawMessage) (bool, error) {
-	for _, name := range []string{"tools", "functions"} {
-		raw, ok := fields[name]
-		if !ok || isNull(raw) {
+// positiveInteger reads a max-tokens value: a JSON integer literal, 1..maxTokensLimit. A whole number
+// written as 2.0 or 2e0 is refused: the router relays the caller's bytes, and upstreams disagree about
+// such numbers (Pydantic reads 2.0 as 2, Go's encoding/json refuses it for an integer).
+func positiveInteger(b []byte, i int) (int64, error) {
+	end, integer, err := scanNumber(b, i)
+	if err != nil || !integer || b[i] == '-' || end-i > 13 { // 2^40 has 13 digits
+		return 0, ErrBadMaxTokens
+	}
+	var n int64
+	for _, c := range b[i:end] {
+		n = n*10 + int64(c-'0')
+	}
+	if n < 1 || n > maxTokensLimit {
+		return 0, ErrBadMaxTokens
+	}
+	return n, nil
+}
+
+func (p *parser) wantsTools() (bool, error) {
+	tools := false
+	for _, f := range []field{fieldTools, fieldFunctions} {
+		i, ok := p.value(f)
+		if !ok {
 			continue
 		}
-		var list []json.RawMessage
-		if err := json.Unmarshal(raw, &list); err != nil {
-			return false, &FieldError{name}
+		if p.b[i] != '[' {
+			return false, &FieldError{fieldNames[f]}
 		}
-		if len(list) > 0 {
-			return true, nil
-		}
+		tools = tools || p.b[skipSpace(p.b, i+1)] != ']'
 	}
-	if raw, ok := fields["tool_choice"]; ok && !isNull(raw) {
-		var s string
-		if json.Unmarshal(raw, &s) == nil && s == "none" {
-			return false, nil
-		}
+	if tools {
 		return true, nil
 	}
-	return false, nil
+	i, ok := p.value(fieldToolChoice)
+	if !ok {
+		return false, nil
+	}
+	return !isString(p.b, i, "none"), nil
+}
+
+// isString reports whether the value at b[i] is a string literal that decodes to s.
+func isString(b []byte, i int, s string) bool {
+	if b[i] != '"' {
+		return false
+	}
+	end, flags, _ := scanString(b, i)
+	var buf [maxKeyBytes]byte
+	got, ok := decodeSmall(b[i+1:end-1], flags, buf[:])
+	return ok && string(got) == s
+}
+
+// decodeString returns a validated string literal's decoded contents.
+func decodeString(raw []byte, flags strFlags) string {
+	if flags&strEscaped == 0 && (flags == 0 || utf8.Valid(raw)) {
+		return string(raw)
+	}
+	out := make([]byte, 0, len(raw))
+	unescape(raw, func(r rune) bool {
+		out = utf8.AppendRune(out, r)
+		return true
+	})
+	return string(out)
+}
+
+// equalFold reports whether key equals an ASCII name under Unicode simple case folding, as
+// strings.EqualFold (and encoding/json's field matching) decide it. Only two non-ASCII runes fold to
+// ASCII letters: the Kelvin sign to k and the long s to s.
+func equalFold(key []byte, name string) bool {
+	if len(key) < len(name) || len(key) > 3*len(name) {
+		return false
+	}
+	i := 0
+	for j := 0; j < len(name); j++ {
+		if i >= len(key) {
+			return false
+		}
+		r, size := rune(key[i]), 1
+		if r >= utf8.RuneSelf {
+			r, size = utf8.DecodeRune(key[i:])
+		}
+		i += size
+		if !foldsTo(r, name[j]) {
+			return false
+		}
+	}
+	return i == len(key)
+}
+
+// foldsTo reports whether rune r folds to the ASCII byte c.
+func foldsTo(r rune, c byte) bool {
+	switch {
+	case r == rune(c):
+		return true
+	case 'a' <= c && c <= 'z' && r == rune(c-'a'+'A'):
+		return true
+	case c == 'k':
+		return r == '\u212a' // KELVIN SIGN
+	case c == 's':
+		return r == '\u017f' // LATIN SMALL LETTER LONG S
+	}
+	return false
 }
 
 // EstimateTokens is the gate's documented, conservative prompt estimate: one token per three bytes of
@@ -169,227 +408,4 @@ func wantsTools(fields map[string]json.RawMessage) (bool, error) {
 // a borderline prompt early instead of letting the upstream fail it after a reservation.
 func EstimateTokens(textBytes, messages int64) int64 {
 	return (textBytes+2)/3 + 4*messages + 3
-}
-
-// measure accumulates prompt text size, message count and media presence while walking the body.
-type measure struct {
-	bytes, messages int64
-	media           bool
-	seen            bool
-}
-
-func (m *measure) tokens() int64 { return EstimateTokens(m.bytes, m.messages) }
-
-func (m *measure) prompt(ep Endpoint, fields map[string]json.RawMessage) error {
-	switch ep {
-	case ChatCompletions:
-		if err := m.messageList(fields["messages"], "messages"); err != nil {
-			return err
-		}
-	case Completions:
-		if err := m.textOrList(fields["prompt"], "prompt"); err != nil {
-			return err
-		}
-	case Responses:
-		if err := m.responsesInput(fields["input"]); err != nil {
-			return err
-		}
-		if raw, ok := fields["instructions"]; ok && !isNull(raw) {
-			if err := m.text(raw, "instructions"); err != nil {
-				return err
-			}
-		}
-	case Embeddings:
-		if err := m.textOrList(fields["input"], "input"); err != nil {
-			return err
-		}
-	}
-	if !m.seen {
-		return ErrMissingInput
-	}
-	return nil
-}
-
-func (m *measure) text(raw json.RawMessage, field string) error {
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return &FieldError{field}
-	}
-	m.bytes += int64(len(s))
-	return nil
-}
-
-// textOrList accepts a string, a list of strings, or token ID lists (counted one token per ID, at three
-// bytes each so the estimate stays conservative).
-func (m *measure) textOrList(raw json.RawMessage, field string) error {
-	if len(raw) == 0 || isNull(raw) {
-		return nil
-	}
-	m.seen = true
-	if raw[0] == '"' {
-		return m.text(raw, field)
-	}
-	var list []json.RawMessage
-	if err := json.Unmarshal(raw, &list); err != nil || len(list) == 0 {
-		return &FieldError{field}
-	}
-	for _, item := range list {
-		switch {
-		case len(item) > 0 && item[0] == '"':
-			if err := m.text(item, field); err != nil {
-				return err
-			}
-		case len(item) > 0 && item[0] == '[':
-			var ids []int64
-			if err := json.Unmarshal(item, &ids); err != nil {
-				return &FieldError{field}
-			}
-			m.bytes += 3 * int64(len(ids))
-		default:
-			var id int64
-			if err := json.Unmarshal(item, &id); err != nil {
-				return &FieldError{field}
-			}
-			m.bytes += 3
-		}
-	}
-	return nil
-}
-
-// object decodes a JSON object with exact, case-sensitive keys. Struct decoding would fold case and let
-// "Content" shadow "content", which the upstream (exact-key) still reads: a gate bypass.
-func object(raw json.RawMessage) (map[string]json.RawMessage, bool) {
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &fields); err != nil || fields == nil {
-		return nil, false
-	}
-	return fields, true
-}
-
-// typeOf reads an object's "type" string; absent means "".
-func typeOf(fields map[string]json.RawMessage) (string, bool) {
-	raw, ok := fields["type"]
-	if !ok || isNull(raw) {
-		return "", true
-	}
-	var t string
-	return t, json.Unmarshal(raw, &t) == nil
-}
-
-func (m *measure) messageList(raw json.RawMessage, field string) error {
-	if len(raw) == 0 || isNull(raw) {
-		return nil
-	}
-	var msgs []json.RawMessage
-	if err := json.Unmarshal(raw, &msgs); err != nil || len(msgs) == 0 {
-		return &FieldError{field}
-	}
-	m.seen = true
-	for _, rawMsg := range msgs {
-		msg, ok := object(rawMsg)
-		if !ok {
-			return &FieldError{field}
-		}
-		m.messages++
-		if err := m.content(msg["content"], field); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// mediaParts are the content-part types that carry images, audio, video or files in the chat and
-// Responses dialects. A part also counts as media when it carries one of these as a key, whatever its
-// type says, because servers accept typeless media parts.
-var mediaParts = map[string]bool{
-	"image_url": true, "input_image": true, "input_audio": true, "audio_url": true,
-	"video_url": true, "input_video": true, "file": true, "input_file": true,
-	"image": true, "image_embeds": true, "audio": true, "video": true,
-}
-
-// isMedia reports whether a content part or Responses item carries media.
-func isMedia(fields map[string]json.RawMessage, typ string) bool {
-	if mediaParts[typ] {
-		return true
-	}
-	for k := range fields {
-		if mediaParts[k] {
-			return true
-		}
-	}
-	return false
-}
-
-func (m *measure) content(raw json.RawMessage, field string) error {
-	if len(raw) == 0 || isNull(raw) {
-		return nil // assistant tool-call messages may carry no content
-	}
-	if raw[0] == '"' {
-		return m.text(raw, field)
-	}
-	var parts []json.RawMessage
-	if err := json.Unmarshal(raw, &parts); err != nil {
-		return &FieldError{field}
-	}
-	for _, rawPart := range parts {
-		p, ok := object(rawPart)
-		if !ok {
-			return &FieldError{field}
-		}
-		typ, ok := typeOf(p)
-		if !ok {
-			return &FieldError{field}
-		}
-		if isMedia(p, typ) {
-			m.media = true
-		}
-		if text, ok := p["text"]; ok && !isNull(text) {
-			if err := m.text(text, field); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// responsesInput accepts the Responses API input: a string, or a list of items that are either
-// messages ({role, content}) or typed items.
-func (m *measure) responsesInput(raw json.RawMessage) error {
-	if len(raw) == 0 || isNull(raw) {
-		return nil
-	}
-	if raw[0] == '"' {
-		m.seen = true
-		m.messages++
-		return m.text(raw, "input")
-	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil || len(items) == 0 {
-		return &FieldError{"input"}
-	}
-	m.seen = true
-	for _, item := range items {
-		it, ok := object(item)
-		if !ok {
-			return &FieldError{"input"}
-		}
-		typ, ok := typeOf(it)
-		if !ok {
-			return &FieldError{"input"}
-		}
-		m.messages++
-		if isMedia(it, typ) {
-			m.media = true
-			continue
-		}
-		if text, ok := it["text"]; ok && !isNull(text) {
-			if err := m.text(text, "input"); err != nil {
-				return err
-			}
-		}
-		if err := m.content(it["content"], "input"); err != nil {
-			return err
-		}
-	}
-	return nil
 }

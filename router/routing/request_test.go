@@ -1,7 +1,6 @@
 package routing
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 
@@ -50,6 +49,35 @@ func TestParseRequest(t *testing.T) {
 		{"embeddings list", Embeddings, `{"model":"m","input":["ab","cd"]}`,
 			Request{Model: "m", PromptTokens: EstimateTokens(4, 0)}, nil},
 
+		{"escaped keys are read decoded", ChatCompletions, `{"mod\u0065l":"m","m\u0065ssages":[{"c\u006fntent":"h\u00e9"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(3, 1)}, nil},
+		{"decoded text length counts", ChatCompletions, `{"model":"m","messages":[{"content":"\ud83d\ude00\u00e9\n\ud800x"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(4+2+1+3+1, 1)}, nil},
+		{"invalid utf-8 counts as replacement characters", ChatCompletions, "{\"model\":\"m\",\"messages\":[{\"content\":\"a\xffb\"}]}",
+			Request{Model: "m", PromptTokens: EstimateTokens(5, 1)}, nil},
+		{"every copy of content is measured", ChatCompletions, `{"model":"m","messages":[{"content":"0123456789","content":"abc"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(13, 1)}, nil},
+		{"folded content is measured too", ChatCompletions, `{"model":"m","messages":[{"content":"","CONTENT":"0123456789"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(10, 1)}, nil},
+		{"folded text is measured", ChatCompletions, `{"model":"m","messages":[{"content":[{"type":"text","TEXT":"abcdef"}]}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(6, 1)}, nil},
+		{"folded media key is media", ChatCompletions, `{"model":"m","messages":[{"content":[{"Image_URL":{"url":"x"}}]}]}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(0, 1)}, nil},
+		{"folded type naming media is media", ChatCompletions, `{"model":"m","messages":[{"content":[{"type":"text","TYPE":"image_url"}]}]}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(0, 1)}, nil},
+		{"responses media item text is measured", Responses, `{"model":"m","input":[{"type":"input_image","text":"abcdef"}]}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(6, 1)}, nil},
+		{"both output fields: the larger gates", ChatCompletions, `{"model":"m","max_tokens":90,"max_completion_tokens":9,"messages":[{"content":"a"}]}`,
+			Request{Model: "m", MaxOutput: 90, PromptTokens: EstimateTokens(1, 1)}, nil},
+		{"another endpoint's field passes through", ChatCompletions, `{"model":"m","MAX_OUTPUT_TOKENS":5,"prompt":7,"messages":[{"content":"a"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(1, 1)}, nil},
+		{"duplicates of unread fields pass through", ChatCompletions, `{"model":"m","temperature":1,"temperature":2,"messages":[{"content":"a"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(1, 1)}, nil},
+		{"tool_choice none escaped", ChatCompletions, `{"model":"m","tool_choice":"n\u006fne","messages":[{"content":"a"}]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(1, 1)}, nil},
+		{"null token ids count", Completions, `{"model":"m","prompt":[[1,null],null,-9223372036854775808]}`,
+			Request{Model: "m", PromptTokens: EstimateTokens(12, 0)}, nil},
+
 		{"not json", ChatCompletions, `{"model":`, Request{}, ErrBadJSON},
 		{"array body", ChatCompletions, `[1]`, Request{}, ErrBadJSON},
 		{"null body", ChatCompletions, `null`, Request{}, ErrBadJSON},
@@ -72,32 +100,54 @@ func TestParseRequest(t *testing.T) {
 		{"prompt wrong type", Completions, `{"model":"m","prompt":{}}`, Request{}, ErrBadField},
 		{"missing input", Responses, `{"model":"m"}`, Request{}, ErrMissingInput},
 		{"input wrong type", Responses, `{"model":"m","input":5}`, Request{}, ErrBadField},
+		// Issue 13: folded and duplicated keys, whole numbers with a fraction, strict JSON.
+		{"MAX_TOKENS", ChatCompletions, `{"model":"m","MAX_TOKENS":400,"messages":[{"content":"a"}]}`, Request{}, &KeyError{Field: "max_tokens"}},
+		{"Kelvin sign in max_tokens", ChatCompletions, "{\"model\":\"m\",\"max_to\u212aens\":400,\"messages\":[{\"content\":\"a\"}]}", Request{}, &KeyError{Field: "max_tokens"}},
+		{"escaped Kelvin sign in max_tokens", ChatCompletions, `{"model":"m","max_to\u212aens":400,"messages":[{"content":"a"}]}`, Request{}, &KeyError{Field: "max_tokens"}},
+		{"long s in messages", ChatCompletions, "{\"model\":\"m\",\"messages\":[{\"content\":\"a\"}],\"me\u017f\u017fages\":[{\"content\":\"5007 tokens\"}]}", Request{}, &KeyError{Field: "messages"}},
+		{"folded model", Completions, `{"model":"m","Model":"x","prompt":"a"}`, Request{}, &KeyError{Field: "model"}},
+		{"folded stream", Completions, `{"model":"m","Stream":true,"prompt":"a"}`, Request{}, &KeyError{Field: "stream"}},
+		{"folded tools", Completions, `{"model":"m","TOOLS":[{}],"prompt":"a"}`, Request{}, &KeyError{Field: "tools"}},
+		{"folded instructions", Responses, `{"model":"m","input":"a","Instructions":"b"}`, Request{}, &KeyError{Field: "instructions"}},
+		{"folded max_output_tokens", Responses, `{"model":"m","input":"a","Max_Output_Tokens":9}`, Request{}, &KeyError{Field: "max_output_tokens"}},
+		{"duplicate max_tokens", Completions, `{"model":"m","max_tokens":1,"max_tokens":400,"prompt":"a"}`, Request{}, &KeyError{Field: "max_tokens", Duplicate: true}},
+		{"duplicate model", Completions, `{"model":"m","prompt":"a","model":"m"}`, Request{}, &KeyError{Field: "model", Duplicate: true}},
+		{"escaped duplicate messages", ChatCompletions, `{"model":"m","messages":[{"content":"a"}],"m\u0065ssages":[{"content":"b"}]}`, Request{}, &KeyError{Field: "messages", Duplicate: true}},
+		{"max_tokens 2.0", Completions, `{"model":"m","max_tokens":2.0,"prompt":"a"}`, Request{}, ErrBadMaxTokens},
+		{"max_tokens 2e0", Completions, `{"model":"m","max_tokens":2e0,"prompt":"a"}`, Request{}, ErrBadMaxTokens},
+		{"max_tokens -0", Completions, `{"model":"m","max_tokens":-0,"prompt":"a"}`, Request{}, ErrBadMaxTokens},
+		{"max_tokens over the limit", Completions, `{"model":"m","max_tokens":1099511627777,"prompt":"a"}`, Request{}, ErrBadMaxTokens},
+		{"bad max_tokens beside a good one", ChatCompletions, `{"model":"m","max_completion_tokens":5,"max_tokens":"x","messages":[{"content":"a"}]}`, Request{}, ErrBadMaxTokens},
+		{"trailing bracket", ChatCompletions, `{"model":"m","messages":[{"content":"a"}]} ]`, Request{}, ErrBadJSON},
+		{"invalid escape in an unread field", ChatCompletions, `{"model":"m","x":"\q","messages":[{"content":"a"}]}`, Request{}, ErrBadJSON},
+		{"trailing comma in an unread field", ChatCompletions, `{"model":"m","x":[1,],"messages":[{"content":"a"}]}`, Request{}, ErrBadJSON},
+		{"leading zero", ChatCompletions, `{"model":"m","x":01,"messages":[{"content":"a"}]}`, Request{}, ErrBadJSON},
+		{"control character in a string", ChatCompletions, "{\"model\":\"m\",\"x\":\"\t\",\"messages\":[{\"content\":\"a\"}]}", Request{}, ErrBadJSON},
+		{"nesting beyond encoding/json's limit", ChatCompletions, `{"model":"m","messages":[{"content":"a"}],"x":` + strings.Repeat("[", 10000) + strings.Repeat("]", 10000) + `}`, Request{}, ErrBadJSON},
+		{"functions wrong type beside tools", ChatCompletions, `{"model":"m","tools":[{}],"functions":5,"messages":[{"content":"a"}]}`, Request{}, ErrBadField},
+		{"folded type wrong type", ChatCompletions, `{"model":"m","messages":[{"content":[{"TYPE":5}]}]}`, Request{}, ErrBadField},
+		{"token id with a fraction", Completions, `{"model":"m","prompt":[[1.0]]}`, Request{}, ErrBadField},
+		{"token id beyond int64", Completions, `{"model":"m","prompt":[9223372036854775808]}`, Request{}, ErrBadField},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := ParseRequest(c.ep, []byte(c.body))
+			if ke, ok := c.err.(*KeyError); ok {
+				var got *KeyError
+				require.ErrorAs(t, err, &got)
+				assert.Equal(t, ke, got)
+				return
+			}
 			if c.err != nil {
 				require.ErrorIs(t, err, c.err)
 				return
 			}
 			require.NoError(t, err)
-			got.fields = nil
+			got.body, got.model = nil, [2]int{}
 			c.want.Endpoint = c.ep
 			assert.Equal(t, c.want, got)
 		})
 	}
-}
-
-func TestBodyRewritesOnlyTheModel(t *testing.T) {
-	r, err := ParseRequest(ChatCompletions, []byte(`{"model":"alias","temperature":0.5,"messages":[{"role":"user","content":"x"}]}`))
-	require.NoError(t, err)
-	body, err := r.Body("served/model")
-	require.NoError(t, err)
-	var got map[string]any
-	require.NoError(t, json.Unmarshal(body, &got))
-	assert.Equal(t, "served/model", got["model"])
-	assert.Equal(t, 0.5, got["temperature"])
-	assert.Len(t, got["messages"], 1)
 }
 
 func TestGates(t *testing.T) {
@@ -134,27 +184,26 @@ func TestEstimateIsConservative(t *testing.T) {
 	}
 }
 
-func FuzzParseRequest(f *testing.F) {
-	f.Add(uint8(0), `{"model":"m","messages":[{"role":"user","content":"hello"}]}`)
-	f.Add(uint8(1), `{"model":"m","prompt":["a",[1,2]],"max_tokens":3}`)
-	f.Add(uint8(2), `{"model":"m","input":[{"type":"input_image"}],"tools":[{}]}`)
-	f.Add(uint8(3), `{"model":"m","input":"x"}`)
-	f.Add(uint8(0), `{"model":"m","messages":[{"content":[{"type":"text","Type":"image_url","text":"a"}],"Content":"b"}]}`)
-	f.Fuzz(func(t *testing.T, ep uint8, body string) {
-		e := Endpoint(ep % 4)
-		r, err := ParseRequest(e, []byte(body))
-		if err != nil {
-			assert.Zero(t, r.Model)
-			return
-		}
-		assert.NotEmpty(t, r.Model)
-		assert.GreaterOrEqual(t, r.PromptTokens, int64(3))
-		assert.GreaterOrEqual(t, r.MaxOutput, int64(0))
-		out, err := r.Body("served")
-		require.NoError(t, err)
-		again, err := ParseRequest(e, out)
-		require.NoError(t, err, "a rewritten body must parse again")
-		assert.Equal(t, r.PromptTokens, again.PromptTokens)
-		assert.True(t, strings.Contains(string(out), `"model":"served"`))
-	})
+// TestParseMaterializesNothing: whatever the body's shape, the hostile 90,000-key megabyte included,
+// the parse allocates one thing, the model name.
+func TestParseMaterializesNothing(t *testing.T) {
+	for _, c := range benchBodies() {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseRequest(c.ep, c.body)
+			require.NoError(t, err)
+			assert.LessOrEqual(t, testing.AllocsPerRun(5, func() { _, _ = ParseRequest(c.ep, c.body) }), 1.0)
+		})
+	}
+}
+
+// TestBodyIsByteExact: the rewritten body is the caller's bytes with only the model literal replaced;
+// spacing, key order, escapes and duplicates of fields the router does not read survive.
+func TestBodyIsByteExact(t *testing.T) {
+	in := " {\"temperature\" : 0.50,\"model\" :\t\"al\\u0069as\" ,\"x\":\"\\u003c/\\/\",\"x\":1e2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\\n\"}]} \n"
+	r, err := ParseRequest(ChatCompletions, []byte(in))
+	require.NoError(t, err)
+	assert.Equal(t, "alias", r.Model)
+	assert.Equal(t, strings.Replace(in, `"al\u0069as"`, `"served/model"`, 1), string(r.Body("served/model")))
+	assert.Equal(t, strings.Replace(in, `"al\u0069as"`, `"a\"b\u003c"`, 1), string(r.Body(`a"b<`)), "the served name is JSON-escaped")
+	assert.Equal(t, in, string(r.body), "the caller's bytes are not modified")
 }

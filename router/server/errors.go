@@ -25,6 +25,7 @@ var (
 	errUnauthenticated = apiError{http.StatusUnauthorized, "missing or invalid bearer token", "authentication_error", "invalid_api_key"}
 	errForbiddenAdmin  = apiError{http.StatusUnauthorized, "missing or invalid admin token", "authentication_error", "invalid_admin_token"}
 	errTooLarge        = apiError{http.StatusRequestEntityTooLarge, "request body is too large", "invalid_request_error", "request_too_large"}
+	errBusy            = apiError{http.StatusServiceUnavailable, "the router is reading too many request bodies right now; retry shortly", "service_unavailable", "body_budget_exhausted"}
 	errUnreadable      = apiError{http.StatusBadRequest, "request body could not be read", "invalid_request_error", "invalid_body"}
 	errUnknownAlias    = apiError{http.StatusNotFound, routing.ErrUnknownAlias.Error(), "invalid_request_error", "model_not_found"}
 	errQuiesced        = apiError{http.StatusServiceUnavailable, "the model is not admitting requests right now", "service_unavailable", "quiesced"}
@@ -62,7 +63,8 @@ func requestError(err error) apiError {
 func isRequestError(err error) bool {
 	for _, known := range []error{routing.ErrBadJSON, routing.ErrMissingModel, routing.ErrBadField,
 		routing.ErrMissingInput, routing.ErrBadMaxTokens, routing.ErrContextExceeded, routing.ErrOutputExceeded,
-		routing.ErrToolsRefused, routing.ErrMediaRefused, routing.ErrEndpointRefused} {
+		routing.ErrToolsRefused, routing.ErrMediaRefused, routing.ErrEndpointRefused,
+		routing.ErrDuplicateField, routing.ErrFoldedKey} {
 		if errors.Is(err, known) {
 			return true
 		}

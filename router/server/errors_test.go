@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/routing"
 )
 
 type openAIError struct {
@@ -45,7 +47,12 @@ func TestRefusalsReserveNothing(t *testing.T) {
 		{"not json", "/v1/chat/completions", "", `{"model":`, 400, "request body must be a JSON object", "invalid_request"},
 		{"missing model", "/v1/chat/completions", "", `{"messages":[{"content":"a"}]}`, 400, "'model' is required and must be a non-empty string", "invalid_request"},
 		{"missing messages", "/v1/chat/completions", "", `{"model":"chat"}`, 400, "request has no prompt: 'messages', 'prompt' or 'input' is required", "invalid_request"},
-		{"bad max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":-3,"messages":[{"content":"a"}]}`, 400, "requested max output tokens must be a positive integer", "invalid_request"},
+		{"bad max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":-3,"messages":[{"content":"a"}]}`, 400, routing.ErrBadMaxTokens.Error(), "invalid_request"},
+		{"MAX_TOKENS past the output gate", "/v1/chat/completions", "", `{"model":"chat","MAX_TOKENS":400,"max_tokens":4,"messages":[{"content":"a"}]}`, 400, "a key differs from the field 'max_tokens' only by letter case; use the exact name", "invalid_request"},
+		{"Kelvin-sign max_tokens", "/v1/chat/completions", "", "{\"model\":\"chat\",\"max_to\u212aens\":400,\"messages\":[{\"content\":\"a\"}]}", 400, "a key differs from the field 'max_tokens' only by letter case; use the exact name", "invalid_request"},
+		{"long-s messages past the context gate", "/v1/chat/completions", "", "{\"model\":\"chat\",\"messages\":[{\"content\":\"a\"}],\"me\u017f\u017fages\":[{\"content\":\"" + strings.Repeat("z", 15000) + "\"}]}", 400, "a key differs from the field 'messages' only by letter case; use the exact name", "invalid_request"},
+		{"duplicate max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":4,"max_tokens":400,"messages":[{"content":"a"}]}`, 400, "field 'max_tokens' appears more than once", "invalid_request"},
+		{"max_tokens 2.0", "/v1/chat/completions", "", `{"model":"chat","max_tokens":2.0,"messages":[{"content":"a"}]}`, 400, routing.ErrBadMaxTokens.Error(), "invalid_request"},
 		{"wrong field type", "/v1/chat/completions", "", `{"model":"chat","stream":"yes","messages":[{"content":"a"}]}`, 400, "field 'stream' has the wrong type", "invalid_request"},
 		{"unknown alias", "/v1/chat/completions", "", `{"model":"nope","messages":[{"content":"a"}]}`, 404, "the requested model does not exist", "model_not_found"},
 		{"output gate", "/v1/chat/completions", "", `{"model":"chat","max_tokens":513,"messages":[{"content":"a"}]}`, 400, "requested output tokens exceed the model's maximum output", "max_tokens_exceeded"},
@@ -125,17 +132,40 @@ func TestQuiescedAndExhaustedAre503WithRetryAfter(t *testing.T) {
 	}
 }
 
+// TestUnknownRoutesAndMethods: with a token, an unknown route is 404 and a wrong method 405; without
+// one, both are the same 401 as any other path of the scope: authentication comes before routing.
 func TestUnknownRoutesAndMethods(t *testing.T) {
 	ms := startMembers(t, 2)
 	r := startRouter(t, replicaYAML(ms, tierOpts{}))
-	resp, err := http.Get(r.http.URL + "/v1/nothing")
-	require.NoError(t, err)
-	resp.Body.Close()
-	r.wait(t, 1)
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	resp, err = http.Get(r.http.URL + "/v1/chat/completions")
-	require.NoError(t, err)
-	resp.Body.Close()
-	r.wait(t, 1)
-	assert.Equal(t, http.StatusMethodNotAllowed, resp.StatusCode)
+	get := func(path, token string) (int, string) {
+		req, err := http.NewRequest(http.MethodGet, r.http.URL+path, nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		r.wait(t, 1)
+		return resp.StatusCode, string(b)
+	}
+	for _, c := range []struct {
+		path, token string
+		status      int
+		code        string
+	}{
+		{"/v1/nothing", callerToken, http.StatusNotFound, "not_found"},
+		{"/v1/chat/completions", callerToken, http.StatusMethodNotAllowed, "method_not_allowed"},
+		{"/v1/models/", callerToken, http.StatusNotFound, "not_found"},
+		{"/v1/nothing", "", http.StatusUnauthorized, "invalid_api_key"},
+		{"/v1/chat/completions", "", http.StatusUnauthorized, "invalid_api_key"},
+		{"/v1/models/", "", http.StatusUnauthorized, "invalid_api_key"},
+		{"/nothing", "", http.StatusNotFound, "not_found"},
+	} {
+		status, body := get(c.path, c.token)
+		assert.Equal(t, c.status, status, "%s with token %q", c.path, c.token)
+		assert.Contains(t, body, `"code":"`+c.code+`"`, c.path)
+	}
 }

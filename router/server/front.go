@@ -32,11 +32,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, requestError(err))
 			return
 		}
-		body, err := req.Body(tier.ServedModel)
-		if err != nil {
-			abort(c, errInternal)
-			return
-		}
+		body := req.Body(tier.ServedModel)
 		target, err := s.admit(c, &at, tier)
 		if errors.Is(err, context.Canceled) {
 			return // the caller left while queued: nothing to answer
@@ -90,16 +86,33 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 		"duration_ms", rec.Duration.Milliseconds())
 }
 
-// parse bounds and decodes the body once.
+// parse reads and decodes the body once, within the body limit and the in-flight budget. Both are
+// checked before the first byte is read: a declared length over the limit gets 413, and a body that
+// does not fit the budget gets 503, without a "100 Continue" (net/http sends it only when the handler
+// first reads) and without a byte of the body in memory. The budget is held for the read and the
+// parse; an admitted request's body then lives as long as its lease, which admission bounds.
 func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bool) {
-	body, err := io.ReadAll(http.MaxBytesReader(c.Writer, c.Request.Body, s.cfg.Limits().MaxBodyBytes))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			abort(c, errTooLarge)
-		} else {
-			abort(c, errUnreadable)
-		}
+	limit, declared := s.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
+	if declared > limit {
+		abort(c, errTooLarge)
+		return routing.Request{}, false
+	}
+	reserve := limit // an unknown length may use the whole limit
+	if declared >= 0 {
+		reserve = declared
+	}
+	if !s.bodies.take(reserve) {
+		abort(c, errBusy)
+		return routing.Request{}, false
+	}
+	defer s.bodies.give(reserve)
+	body, err := readBody(c.Request.Body, declared, limit)
+	switch {
+	case errors.Is(err, errBodyTooLarge):
+		abort(c, errTooLarge)
+		return routing.Request{}, false
+	case err != nil:
+		abort(c, errUnreadable)
 		return routing.Request{}, false
 	}
 	req, err := routing.ParseRequest(ep, body)
@@ -108,6 +121,33 @@ func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bo
 		return routing.Request{}, false
 	}
 	return req, true
+}
+
+var errBodyTooLarge = errors.New("server: request body over the limit")
+
+// readBody reads a body to its end: into one buffer of exactly the declared length when there is one
+// (net/http holds the body to it), else growing up to limit.
+func readBody(r io.Reader, declared, limit int64) ([]byte, error) {
+	if declared < 0 {
+		body, err := io.ReadAll(io.LimitReader(r, limit+1))
+		if err == nil && int64(len(body)) > limit {
+			return nil, errBodyTooLarge
+		}
+		return body, err
+	}
+	body := make([]byte, declared)
+	if _, err := io.ReadFull(r, body); err != nil {
+		return nil, err
+	}
+	// Reading the end tells net/http the body is consumed, so it notices a client that goes away.
+	var probe [1]byte
+	switch n, err := r.Read(probe[:]); {
+	case n > 0:
+		return nil, errBodyTooLarge
+	case !errors.Is(err, io.EOF):
+		return nil, err
+	}
+	return body, nil
 }
 
 // models lists the aliases, in OpenAI's shape: callers name aliases, never tiers or members.
@@ -129,8 +169,16 @@ func (s *Server) models(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
+// Reasons /readyz gives for answering 503.
+const (
+	unreadyNotProbed   = "not_probed" // the first readiness round has not completed
+	unreadyNoMember    = "tier_without_ready_member"
+	unreadySinkFailing = "decision_sink_failing" // failing longer than decision_log.unready_after
+)
+
 // readyz answers 200 once the first readiness round has completed and every replica tier has at least
-// one ready member; the body says per tier how many members are ready.
+// one ready member, unless the decision sink has failed for longer than decision_log.unready_after; the
+// body says per tier how many members are ready and, when not ready, why.
 func (s *Server) readyz(c *gin.Context) {
 	type tierReady struct {
 		Tier    string `json:"tier"`
@@ -138,9 +186,14 @@ func (s *Server) readyz(c *gin.Context) {
 		Members int    `json:"members"`
 	}
 	out := struct {
-		Ready bool        `json:"ready"`
-		Tiers []tierReady `json:"tiers"`
-	}{Ready: s.probed.Load(), Tiers: []tierReady{}}
+		Ready   bool        `json:"ready"`
+		Reasons []string    `json:"reasons,omitempty"`
+		Tiers   []tierReady `json:"tiers"`
+	}{Tiers: []tierReady{}}
+	if !s.probed.Load() {
+		out.Reasons = append(out.Reasons, unreadyNotProbed)
+	}
+	noMember := false
 	for _, t := range s.cfg.Tiers() {
 		if t.Kind != config.KindReplica {
 			continue
@@ -151,16 +204,32 @@ func (s *Server) readyz(c *gin.Context) {
 				tr.Ready++
 			}
 		}
-		if tr.Ready == 0 {
-			out.Ready = false
-		}
+		noMember = noMember || tr.Ready == 0
 		out.Tiers = append(out.Tiers, tr)
 	}
+	if noMember {
+		out.Reasons = append(out.Reasons, unreadyNoMember)
+	}
+	if s.sinkFailing() {
+		out.Reasons = append(out.Reasons, unreadySinkFailing)
+	}
+	out.Ready = len(out.Reasons) == 0
 	status := http.StatusOK
 	if !out.Ready {
 		status = http.StatusServiceUnavailable
 	}
 	c.JSON(status, out)
+}
+
+// sinkFailing reports whether the decision sink's writes have failed, without a success, for longer
+// than decision_log.unready_after (never when that is 0).
+func (s *Server) sinkFailing() bool {
+	after := s.cfg.DecisionLog().UnreadyAfter
+	if after <= 0 {
+		return false
+	}
+	since := s.decisions.Stats().SinkFailingSince
+	return !since.IsZero() && s.now().Sub(since) > after
 }
 
 // admissionState is the admin view of every tier's admission snapshot.
@@ -255,4 +324,4 @@ func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
 	return out
 }
 
-func (s *Server) now() time.Time { return time.Now() }
+func (s *Server) now() time.Time { return s.clock() }

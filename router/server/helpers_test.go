@@ -39,6 +39,16 @@ type member struct {
 	srv     *httptest.Server
 	calls   atomic.Int64
 	entered chan struct{} // receives (without blocking) when a generation request arrives
+
+	mu  sync.Mutex
+	ids []string // the X-Request-Id of every generation request, in arrival order
+}
+
+// requestIDs returns the X-Request-Id of every generation request the member received.
+func (m *member) requestIDs() []string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]string(nil), m.ids...)
 }
 
 func (m *member) URL() string { return m.srv.URL }
@@ -55,6 +65,9 @@ func startMember(t *testing.T, model string, seed uint64) *member {
 			return
 		}
 		m.calls.Add(1)
+		m.mu.Lock()
+		m.ids = append(m.ids, r.Header.Get("X-Request-Id"))
+		m.mu.Unlock()
 		select {
 		case m.entered <- struct{}{}:
 		default:

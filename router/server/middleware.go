@@ -43,21 +43,46 @@ func bearer(c *gin.Context) (string, bool) {
 	return token, token != ""
 }
 
-// requireToken authenticates against a set of secrets. Every secret is compared, in constant time per
-// comparison, so timing does not reveal which one matched.
-func requireToken(secrets []config.Secret, refusal apiError) gin.HandlerFunc {
+// authenticate guards every path under /v1 with the caller tokens and every path under /admin with the
+// admin token (none configured: every admin request is refused), whether or not a route exists there.
+// A refusal is logged at info with the request ID and the matched route pattern, never the token, the
+// path the caller wrote or the body.
+func (s *Server) authenticate() gin.HandlerFunc {
+	callers := s.cfg.CallerTokens()
+	var admin []config.Secret
+	if t := s.cfg.AdminToken(); !t.IsZero() {
+		admin = []config.Secret{t}
+	}
 	return func(c *gin.Context) {
-		token, ok := bearer(c)
-		matched := false
-		for _, s := range secrets {
-			if ok && s.Matches(token) {
-				matched = true
-			}
+		secrets, refusal, scope := []config.Secret(nil), errUnauthenticated, ""
+		switch p := c.Request.URL.Path; {
+		case p == "/v1" || strings.HasPrefix(p, "/v1/"):
+			secrets, scope = callers, "front"
+		case p == "/admin" || strings.HasPrefix(p, "/admin/"):
+			secrets, refusal, scope = admin, errForbiddenAdmin, "admin"
+		default:
+			c.Next()
+			return
 		}
-		if !matched {
+		if !matches(c, secrets) {
+			s.log.Info("request refused: authentication", "request_id", requestID(c), "scope", scope,
+				"route", c.FullPath(), "status", refusal.status)
 			abort(c, refusal)
 			return
 		}
 		c.Next()
 	}
+}
+
+// matches reports whether the request's bearer token is one of secrets. Every secret is compared, in
+// constant time per comparison, so timing does not reveal which one matched.
+func matches(c *gin.Context, secrets []config.Secret) bool {
+	token, ok := bearer(c)
+	matched := false
+	for _, s := range secrets {
+		if ok && s.Matches(token) {
+			matched = true
+		}
+	}
+	return matched
 }

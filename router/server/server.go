@@ -42,6 +42,8 @@ type Server struct {
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	engine    *gin.Engine
+	bodies    *budget // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
+	clock     func() time.Time
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
 	inflight  sync.WaitGroup // handlers still running
@@ -53,6 +55,9 @@ type Options struct {
 	// Dial opens the connections to upstreams (the relay, readiness probes and pressure scrapes);
 	// nil is a net.Dialer with the configured connect timeout. Tests pass an in-memory network.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Now is the clock of request timings, decision records and the decision sink's health; nil =
+	// time.Now. Tests give a manual clock.
+	Now func() time.Time
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -64,11 +69,15 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
-	s := &Server{cfg: cfg, log: log, started: time.Now()}
+	s := &Server{cfg: cfg, log: log, clock: opts.Now, bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
+	if s.clock == nil {
+		s.clock = time.Now
+	}
+	s.started = s.now()
 	// Passed probes end passive health's failure streaks and half-open ejections; the router exists
 	// before the first probe runs (Start or Serve).
 	s.prober = readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout,
-		readiness.WithPassed(func(tier, member string) { s.router.ProbePassed(tier, member, time.Now()) }))
+		readiness.WithPassed(func(tier, member string) { s.router.ProbePassed(tier, member, s.now()) }))
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
@@ -77,7 +86,8 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		}
 		source = s.pressure
 	}
-	if s.decisions, s.sinkFile, err = openDecisions(cfg); err != nil {
+	alarm := newSinkAlarm(log, sinkSummaryEvery)
+	if s.decisions, s.sinkFile, err = openDecisions(cfg, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
 		s.closePressure()
 		return nil, err
 	}
@@ -153,8 +163,9 @@ func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
 
 // openDecisions builds the decision log the config describes, with its append-only JSONL file behind
 // an asynchronous, bounded queue when jsonl_path is set: a stalled disk then costs dropped (counted)
-// lines, never stalled requests. The file is opened here, the queue's writer starts with Start.
-func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
+// lines, never stalled requests, and health reports the sink's failures as they happen. The file is
+// opened here, the queue's writer starts with Start.
+func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.Log, *os.File, error) {
 	path := cfg.DecisionLog().JSONLPath
 	if path == "" {
 		log, err := routing.NewDecisionLog(cfg, nil)
@@ -167,7 +178,7 @@ func openDecisions(cfg config.Config) (*decisionlog.Log, *os.File, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
 	}
-	log, err := routing.NewDecisionLog(cfg, f, decisionlog.WithAsyncSink(decisionlog.DefaultQueueLines))
+	log, err := routing.NewDecisionLog(cfg, f, decisionlog.WithAsyncSink(decisionlog.DefaultQueueLines), health)
 	if err != nil {
 		_ = f.Close()
 		return nil, nil, fmt.Errorf("server: decision log: %w", err)
@@ -179,25 +190,35 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
-	e.Use(s.track, s.recoverPanics, withRequestID)
-	e.NoRoute(func(c *gin.Context) { abort(c, errNotFound) })
-	e.NoMethod(func(c *gin.Context) { abort(c, errMethod) })
+	// No redirect may answer before authentication: gin's redirects run before any middleware and
+	// would tell a caller without a token which routes exist (/admin/v1/admission/ -> 301).
+	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false
+	// Authentication is global middleware: gin runs it before a route's handlers and before the 404
+	// and 405 answers alike, so an unauthenticated caller learns nothing about which routes exist.
+	e.Use(s.track, s.recoverPanics, withRequestID, s.authenticate())
+	e.NoRoute(func(c *gin.Context) {
+		s.log.Info("no such route", "request_id", requestID(c), "method", c.Request.Method, "status", http.StatusNotFound)
+		abort(c, errNotFound)
+	})
+	e.NoMethod(func(c *gin.Context) {
+		s.log.Info("method not allowed", "request_id", requestID(c), "route", c.FullPath(), "status", http.StatusMethodNotAllowed)
+		abort(c, errMethod)
+	})
 
-	e.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	healthz := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
+	e.GET("/healthz", healthz)
+	e.HEAD("/healthz", healthz) // load balancers probe with HEAD
 	e.GET("/readyz", s.readyz)
+	e.HEAD("/readyz", s.readyz)
 
-	v1 := e.Group("/v1", requireToken(s.cfg.CallerTokens(), errUnauthenticated))
+	v1 := e.Group("/v1")
 	v1.POST("/chat/completions", s.proxy(routing.ChatCompletions))
 	v1.POST("/completions", s.proxy(routing.Completions))
 	v1.POST("/responses", s.proxy(routing.Responses))
 	v1.POST("/embeddings", s.proxy(routing.Embeddings))
 	v1.GET("/models", s.models)
 
-	var admin []config.Secret
-	if t := s.cfg.AdminToken(); !t.IsZero() {
-		admin = []config.Secret{t}
-	}
-	a := e.Group("/admin/v1", requireToken(admin, errForbiddenAdmin))
+	a := e.Group("/admin/v1")
 	a.GET("/admission", s.admissionState)
 	a.GET("/decisions", s.recentDecisions)
 	a.GET("/decisions/summary", s.decisionSummary)
@@ -248,7 +269,9 @@ func (s *Server) Start() { s.decisions.Start() }
 
 // Serve runs the readiness prober and serves on ln until ctx is done, then shuts down gracefully: stop
 // accepting, let in-flight requests finish within the configured grace, flush the decision sink, stop
-// the background workers.
+// the background workers. Requests still running when the grace ends are cut: their contexts end with
+// the cause relay.ErrShutdown, so each answers its caller (a 503, or an in-band error event mid-stream)
+// and is recorded as outcome shutdown; then the remaining connections are closed.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	workers, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
@@ -260,10 +283,14 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		s.prober.Run(workers)
 	}()
 
+	// Every request's context derives from base: cutting it is how a shutdown past its grace tells the
+	// relay (and so the record) that the router, not the caller, ended a request.
+	base, cut := context.WithCancelCause(context.WithoutCancel(ctx))
+	defer cut(nil)
 	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+		BaseContext: func(net.Listener) context.Context { return base }}
 	served := make(chan error, 1)
 	go func() {
 		if tls := s.cfg.TLS(); tls.Enabled() {
@@ -283,7 +310,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = srv.Shutdown(grace)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
-			s.log.Warn("shutdown grace expired; closing remaining connections")
+			s.log.Warn("shutdown grace expired; cutting the requests still running")
+			cut(relay.ErrShutdown)
+			// Each cut request answers its caller before its connection closes. A handler that
+			// cannot end on its own (reading a stalled caller's body) ends when Close drops it.
+			if !s.handlersDone(handlerDrainBound) {
+				s.log.Warn("cut requests still running; closing their connections")
+			}
 			err = srv.Close()
 		}
 		<-served
@@ -307,15 +340,25 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 const handlerDrainBound = 10 * time.Second
 
 func (s *Server) waitHandlers() {
+	if !s.handlersDone(handlerDrainBound) {
+		s.log.Error("handlers still running after shutdown; closing the decision sink anyway")
+	}
+}
+
+// handlersDone waits up to bound for every handler to return and reports whether they all did.
+func (s *Server) handlersDone(bound time.Duration) bool {
 	done := make(chan struct{})
 	go func() {
 		s.inflight.Wait()
 		close(done)
 	}()
+	t := time.NewTimer(bound)
+	defer t.Stop()
 	select {
 	case <-done:
-	case <-time.After(handlerDrainBound):
-		s.log.Error("handlers still running after shutdown; closing the decision sink anyway")
+		return true
+	case <-t.C:
+		return false
 	}
 }
 
