@@ -16,17 +16,20 @@ const (
 	OutcomeClientCanceled         Outcome = "client_canceled"
 	OutcomeMalformedStream        Outcome = "malformed_stream"
 	OutcomeStreamTruncated        Outcome = "stream_truncated"
+	// OutcomeInternalError: the router itself failed (a panic) after admission, while it held the
+	// lease; the record keeps the attempt count and the selection it had reached.
+	OutcomeInternalError Outcome = "internal_error"
 )
 
 // Outcomes lists every outcome in a fixed order: reports list outcomes in this order.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
 		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
-		OutcomeMalformedStream, OutcomeStreamTruncated}
+		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeInternalError}
 }
 
 // NumOutcomes is the number of defined outcomes.
-const NumOutcomes = 9
+const NumOutcomes = 10
 
 // Index returns o's position in Outcomes, or -1 for an undefined outcome: reports count outcomes in
 // arrays indexed by it.
@@ -50,6 +53,8 @@ func (o Outcome) Index() int {
 		return 7
 	case OutcomeStreamTruncated:
 		return 8
+	case OutcomeInternalError:
+		return 9
 	}
 	return -1
 }
@@ -64,13 +69,13 @@ func (o Outcome) Valid() bool {
 func (o Outcome) Admitted() bool { return o.Valid() && o != OutcomeRefused && o != OutcomeNotAdmitted }
 
 // attemptRange is the one-attempt accounting: refusals never reach an upstream, every
-// upstream-derived outcome made exactly one attempt, and a cancellation may land on
-// either side of the attempt.
+// upstream-derived outcome made exactly one attempt, and a cancellation or an internal
+// error may land on either side of the attempt.
 func (o Outcome) attemptRange() (lo, hi int, ok bool) {
 	switch o {
 	case OutcomeRefused, OutcomeNotAdmitted:
 		return 0, 0, true
-	case OutcomeClientCanceled:
+	case OutcomeClientCanceled, OutcomeInternalError:
 		return 0, 1, true
 	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
 		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated:

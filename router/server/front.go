@@ -41,6 +41,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, admissionError(err))
 			return
 		}
+		at.Dispatched()
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
 			RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
@@ -52,8 +53,24 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 
 // finish ends the walk and writes one access-log line. Neither carries bodies, prompts, URLs or
 // credentials: the record's fields are IDs, enums and numbers.
+//
+// It is the handler's one deferred call, so it also sees a panic: the walk records it (internal_error
+// after admission, with its attempt and selection), the lease is released once, and the panic goes on
+// to recoverPanics, which answers the fixed 500 when nothing was written yet and aborts the
+// connection otherwise. The recorded status is the one the caller gets.
 func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
-	rec, err := at.Finish(s.now(), c.Writer.Status())
+	p := recover()
+	status := c.Writer.Status()
+	if p != nil {
+		at.Panicked()
+		if !c.Writer.Written() {
+			status = errInternal.status
+		}
+	}
+	rec, err := at.Finish(s.now(), status)
+	if p != nil {
+		defer panic(p) // after the access line: recoverPanics answers it
+	}
 	if err != nil {
 		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -39,6 +40,8 @@ type member struct {
 	srv     *httptest.Server
 	calls   atomic.Int64
 	entered chan struct{} // receives (without blocking) when a generation request arrives
+	arrived atomic.Bool   // set when a generation request arrives, before it is answered
+	scrapes atomic.Int64  // GET /metrics requests (pressure scrapes) that reached it
 }
 
 func (m *member) URL() string { return m.srv.URL }
@@ -51,10 +54,14 @@ func startMember(t *testing.T, model string, seed uint64) *member {
 	h := fake.Handler()
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
+			if r.URL.Path == "/metrics" {
+				m.scrapes.Add(1)
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
 		m.calls.Add(1)
+		m.arrived.Store(true)
 		select {
 		case m.entered <- struct{}{}:
 		default:
@@ -143,17 +150,32 @@ func env(k string) (string, bool) {
 
 func startRouter(t *testing.T, yaml string) *router {
 	t.Helper()
+	return startRouterWith(t, yaml, routerOptions{})
+}
+
+// routerOptions vary startRouter: a logger, and a wrapper around every response writer the router
+// writes to (for example one that panics).
+type routerOptions struct {
+	logger *slog.Logger
+	writer func(http.ResponseWriter) http.ResponseWriter
+}
+
+func startRouterWith(t *testing.T, yaml string, o routerOptions) *router {
+	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
+	srv, err := server.New(cfg, server.Options{Logger: o.logger})
 	require.NoError(t, err)
 	srv.Start()
 	srv.ProbeNow(context.Background())
 	r := &router{srv: srv, done: make(chan string, 1024)}
 	h := srv.Handler()
 	r.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		defer func() { r.done <- req.URL.Path }() // also when the handler aborts the connection
+		if o.writer != nil {
+			w = o.writer(w)
+		}
 		h.ServeHTTP(w, req)
-		r.done <- req.URL.Path
 	}))
 	t.Cleanup(func() {
 		r.http.CloseClientConnections()
