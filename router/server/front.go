@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
@@ -38,6 +38,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 		}
 		target, err := at.Admit(tier)
 		if err != nil {
+			s.metrics.refused(tier.ID, err)
 			abort(c, admissionError(err))
 			return
 		}
@@ -51,8 +52,9 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 	}
 }
 
-// finish ends the walk and writes one access-log line. Neither carries bodies, prompts, URLs or
-// credentials: the record's fields are IDs, enums and numbers.
+// finish ends the walk, counts the request in the metrics from its record and writes one access-log
+// line. None of them carries bodies, prompts, URLs or credentials: the record's fields are IDs, enums
+// and numbers.
 //
 // It is the handler's one deferred call, so it also sees a panic: the walk records it (internal_error
 // after admission, with its attempt and selection), the lease is released once, and the panic goes on
@@ -68,9 +70,7 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 		}
 	}
 	rec, err := at.Finish(s.now(), status)
-	if p != nil {
-		defer panic(p) // after the access line: recoverPanics answers it
-	}
+	s.metrics.finished(rec)
 	if err != nil {
 		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
 	}
@@ -79,6 +79,9 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 		"alias", rec.Alias, "tier", rec.Tier, "member", rec.Member,
 		"outcome", string(rec.Outcome), "attempts", rec.Attempts,
 		"duration_ms", rec.Duration.Milliseconds())
+	if p != nil {
+		panic(p) // recoverPanics answers it
+	}
 }
 
 // parse bounds and decodes the body once.
@@ -154,50 +157,15 @@ func (s *Server) readyz(c *gin.Context) {
 	c.JSON(status, out)
 }
 
-// admissionState is the admin view of every tier's admission snapshot.
+// admissionState is the admin view of every tier's admission snapshot. Member reasons stay off it.
 func (s *Server) admissionState(c *gin.Context) {
-	c.JSON(http.StatusOK, snapshotsJSON(s.router.Admission().Snapshots()))
+	c.JSON(http.StatusOK, capacity.AdmissionView(s.sources.Admission.Snapshots()))
 }
 
-type memberJSON struct {
-	ID             string `json:"id"`
-	State          string `json:"state"`
-	Reason         string `json:"reason,omitempty"`
-	Draining       bool   `json:"draining"`
-	Active         int64  `json:"active_requests"`
-	MaxConcurrency int64  `json:"max_concurrency"`
-}
-
-type tierJSON struct {
-	ID             string       `json:"id"`
-	Kind           string       `json:"kind"`
-	Strategy       string       `json:"strategy,omitempty"`
-	State          string       `json:"state"`
-	Reason         string       `json:"reason,omitempty"`
-	Draining       bool         `json:"draining"`
-	Active         int64        `json:"active_requests"`
-	MaxConcurrency int64        `json:"max_concurrency"`
-	Released       uint64       `json:"released"`
-	ReleaseMisuse  uint64       `json:"release_misuse"`
-	Members        []memberJSON `json:"members,omitempty"`
-}
-
-func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
-	out := make([]tierJSON, 0, len(snaps))
-	for _, sn := range snaps {
-		t := tierJSON{ID: sn.ID, Kind: sn.Kind.String(), State: sn.State, Reason: sn.Reason,
-			Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
-			Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
-		if sn.Kind == admission.KindReplica {
-			t.Strategy = sn.Strategy.String()
-		}
-		for _, m := range sn.Members {
-			t.Members = append(t.Members, memberJSON{ID: m.ID, State: m.State, Reason: m.Reason,
-				Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
-		}
-		out = append(out, t)
-	}
-	return out
+// capacityState is the capacity JSON: the validated admission view plus, for capacity tiers, each
+// member's cached telemetry, read with the pressure cache's Peek (never scheduling a scrape).
+func (s *Server) capacityState(c *gin.Context) {
+	c.JSON(http.StatusOK, capacity.Build(s.plan, s.sources.Admission.Snapshots(), s.sources.Pressure))
 }
 
 func (s *Server) now() time.Time { return time.Now() }

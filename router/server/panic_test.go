@@ -113,9 +113,9 @@ func TestPanicAfterAdmission(t *testing.T) {
 
 // lazyPanicWriter arms the panic on the request whose member has been reached: the member sets its
 // arrived flag before it answers, and the relay touches the response only after the answer arrives.
-func lazyPanicWriter(ms []*member, onWrite bool) func(http.ResponseWriter) http.ResponseWriter {
+func lazyPanicWriter(ms []*member, onWrite bool) func(http.ResponseWriter, *http.Request) http.ResponseWriter {
 	armed := &atomic.Bool{}
-	return func(w http.ResponseWriter) http.ResponseWriter {
+	return func(w http.ResponseWriter, _ *http.Request) http.ResponseWriter {
 		return lazyWriter{panicWriter{ResponseWriter: w, armed: armed, onWrite: onWrite}, ms}
 	}
 }

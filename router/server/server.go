@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/pressure"
@@ -33,6 +34,7 @@ import (
 // it with Close.
 type Server struct {
 	cfg       config.Config
+	opts      Options
 	log       *slog.Logger
 	router    *routing.Router
 	prober    *readiness.Prober
@@ -40,6 +42,9 @@ type Server struct {
 	relay     *relay.Relay
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
+	metrics   *metrics
+	plan      []capacity.TierSpec // the configuration's tiers, as the views check them
+	sources   capacity.Sources    // the runtime owners the views read: admission, pressure, readiness, decisions
 	engine    *gin.Engine
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
@@ -49,11 +54,21 @@ type Server struct {
 // Options are the non-config dependencies of a Server.
 type Options struct {
 	Logger *slog.Logger // nil = discard
+	// MetricsListener, when set, is where Serve serves /metrics alone, without a token, instead of
+	// binding the config's metrics.listen; Serve closes it. For tests and embedders that bind their
+	// own listeners.
+	MetricsListener net.Listener
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
 // Start (or Serve) starts the background work, Close stops it.
 func New(cfg config.Config, opts Options) (*Server, error) {
+	return newServer(cfg, opts, nil)
+}
+
+// newServer is New with a seam for tests (export_test.go): view wraps the sources the capacity
+// views and the collector read, so a test can watch or fail every read.
+func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capacity.Sources) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -61,11 +76,12 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout)}
 	prober := readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout)
-	s := &Server{cfg: cfg, log: log, prober: prober, started: time.Now()}
+	s := &Server{cfg: cfg, opts: opts, log: log, prober: prober, started: time.Now(), metrics: newMetrics(),
+		plan: capacity.Plan(cfg)}
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
-		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{}); err != nil {
+		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{Observe: s.metrics.scraped}); err != nil {
 			return nil, fmt.Errorf("server: pressure cache: %w", err)
 		}
 		source = s.pressure
@@ -80,6 +96,14 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
 		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
+	s.sources = capacity.Sources{Admission: s.router.Admission(), Readiness: prober.State(), Decisions: s.decisions}
+	if s.pressure != nil { // a nil *Cache in the interface would not read as "no cache"
+		s.sources.Pressure = s.pressure
+	}
+	if view != nil {
+		s.sources = view(s.sources)
+	}
+	s.metrics.watch(s.plan, s.sources, s.pressure)
 	s.engine = s.routes()
 	return s, nil
 }
@@ -172,8 +196,13 @@ func (s *Server) routes() *gin.Engine {
 	if t := s.cfg.AdminToken(); !t.IsZero() {
 		admin = []config.Secret{t}
 	}
+	// /metrics needs the admin token here (Prometheus' authorization setting); metrics.listen serves it
+	// without one on a second, private address.
+	e.GET("/metrics", requireToken(admin, errForbiddenAdmin), gin.WrapH(s.metrics.handler(s.log)))
+
 	a := e.Group("/admin/v1", requireToken(admin, errForbiddenAdmin))
 	a.GET("/admission", s.admissionState)
+	a.GET("/capacity", s.capacityState)
 	a.GET("/decisions", s.recentDecisions)
 	a.GET("/decisions/summary", s.decisionSummary)
 	a.POST("/transition", s.transition)
@@ -223,8 +252,15 @@ func (s *Server) Start() { s.decisions.Start() }
 
 // Serve runs the readiness prober and serves on ln until ctx is done, then shuts down gracefully: stop
 // accepting, let in-flight requests finish within the configured grace, flush the decision sink, stop
-// the background workers.
+// the background workers. With metrics.listen (or Options.MetricsListener) it also serves /metrics
+// alone, without a token, on that second listener, and stops it with the first.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	mln, err := s.metricsListener()
+	if err != nil {
+		_ = ln.Close()
+		_ = s.Close()
+		return err
+	}
 	workers, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
 	s.Start()
@@ -248,8 +284,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 	s.log.Info("serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS().Enabled())
+	stopMetrics := s.serveMetrics(ctx, mln)
 
-	var err error
 	select {
 	case err = <-served:
 		_ = srv.Close() // the listener failed: drop what is left, then wind down like a shutdown
@@ -263,6 +299,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		<-served
 	}
+	stopMetrics()
 	// Closed connections cancel their requests, but handlers still release leases and write their
 	// decision records; the sink closes only after the last one.
 	s.waitHandlers()
@@ -275,6 +312,53 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// metricsListener is the listener of the metrics-only server: the one the options hand over, else
+// metrics.listen bound now, else none.
+func (s *Server) metricsListener() (net.Listener, error) {
+	if s.opts.MetricsListener != nil {
+		return s.opts.MetricsListener, nil
+	}
+	addr := s.cfg.Metrics().Listen
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: metrics listener: %w", err)
+	}
+	return ln, nil
+}
+
+// serveMetrics serves GET /metrics alone on ln (nil: nothing) and returns the function that stops it.
+// It carries no admin token: metrics.listen is meant for a private interface.
+func (s *Server) serveMetrics(ctx context.Context, ln net.Listener) (stop func()) {
+	if ln == nil {
+		return func() {}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.handler(s.log))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics listener failed")
+		}
+	}()
+	s.log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		grace, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(grace) != nil {
+			_ = srv.Close()
+		}
+		<-done
+	}
 }
 
 // handlerDrainBound bounds how long shutdown waits for handlers whose connections were already closed;
