@@ -36,8 +36,9 @@ var pure = []string{"router/ident", "router/scheduler", "fakevllm/engine", "sim/
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
-// records through the decision log, the pressure core has sentinel-error formatting and locks nothing.
-var quiet = []string{"router/admission", "router/pressure", "sim"}
+// records through the decision log, the pressure core has sentinel-error formatting and locks nothing,
+// and the capacity views project what they are handed (a scrape's goroutine is the caller's).
+var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its cores and the simulator that drives them.
@@ -474,6 +475,7 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"builtin print", "router/scheduler", `func planted() { println("x") }`, "prints with println"},
 		{"deadline in a pure core", "router/scheduler",
 			`import "context"; func planted() { _, c := context.WithTimeout(context.Background(), 1); c() }`, "uses context.WithTimeout"},
+		{"clock in the capacity views", "router/capacity", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
 		{"global random", "router/admission", `import "math/rand/v2"; func planted() int { return rand.IntN(3) }`, "uses math/rand/v2.IntN"},
 		{"package-level counter++", "router/relay", `var planted = 0; func bump() { planted++ }`, "writes package-level variable relay.planted"},
 		{"package-level map write", "router/relay", `var planted = map[string]int{}; func bump() { planted["k"]++ }`, "writes package-level variable relay.planted"},
