@@ -36,8 +36,9 @@ var pure = []string{"router/ident", "router/scheduler", "router/health", "fakevl
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
-// records through the decision log, the pressure core has sentinel-error formatting and locks nothing.
-var quiet = []string{"router/admission", "router/pressure", "sim"}
+// records through the decision log, the pressure core has sentinel-error formatting and locks nothing,
+// and the capacity views project what they are handed (a scrape's goroutine is the caller's).
+var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its cores and the simulator that drives them.
@@ -146,10 +147,12 @@ func rules() []importRule {
 			subjects: []string{"router/config/load"},
 			applies:  func(rel string) bool { return rel != "router/config/load" && !under(rel, "cmd") },
 			forbids:  func(_, dep string) bool { return external(dep, "github.com/spf13/viper") }},
-		{why: "client_golang appears only in router/server and fakevllm",
-			subjects: []string{"router/server", "fakevllm"},
-			applies:  func(rel string) bool { return rel != "router/server" && !under(rel, "fakevllm") },
-			forbids:  func(_, dep string) bool { return external(dep, "github.com/prometheus/client_golang") }},
+		{why: "client_golang appears only in router/capacity, router/server and fakevllm",
+			subjects: []string{"router/capacity", "router/server", "fakevllm"},
+			applies: func(rel string) bool {
+				return rel != "router/capacity" && rel != "router/server" && !under(rel, "fakevllm")
+			},
+			forbids: func(_, dep string) bool { return external(dep, "github.com/prometheus/client_golang") }},
 		{why: "nothing imports a command",
 			subjects: []string{"cmd/anvil-router"}, applies: func(string) bool { return true },
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "cmd") }},
@@ -495,6 +498,8 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"uninitialized package variable", "router/relay", `var planted int`, "planted has no initializer"},
 		{"router depends on the simulator", "router/relay", `import "github.com/anvil-llm/anvil/sim"; var _ = sim.Run`, "router/relay depends on github.com/anvil-llm/anvil/sim"},
 		{"gin outside the server", "router/routing", `import "github.com/gin-gonic/gin"; var _ = gin.New`, "gin appears only"},
+		{"client_golang outside its three homes", "router/decisionlog",
+			`import "github.com/prometheus/client_golang/prometheus"; var _ = prometheus.NewRegistry`, "client_golang appears only"},
 		{"bench depends on the relay", "bench", `import "github.com/anvil-llm/anvil/router/relay"; var _ = relay.New`, "bench is a black-box"},
 		{"bench depends on the simulator", "bench", `import "github.com/anvil-llm/anvil/sim"; var _ = sim.Run`, "bench is a black-box"},
 		{"fakevllm depends on the router", "fakevllm/profile",

@@ -19,7 +19,8 @@
 // Around that path: ident (the contract's grammars and bounds, a pure leaf), config (the validated
 // model) and config/load (YAML files and viper, the only viper user), readiness (member served-model
 // probes, core plus prober shell), pressure (the single-flight cache core) and pressure/scrape (its
-// HTTP shell and the vLLM /metrics parser).
+// HTTP shell and the vLLM /metrics parser), and capacity (the operator views: the validated capacity
+// JSON and the Prometheus collector, read from the same snapshots without scheduling anything).
 //
 // Pure cores take time as a value; shells own goroutines, clocks and I/O. The simulator drives the same
 // cores on virtual time.

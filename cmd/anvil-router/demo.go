@@ -113,5 +113,6 @@ func printBanner(out io.Writer, base, apiToken, adminToken string) {
 	fmt.Fprintf(out, "  try: curl -sS %s/v1/chat/completions -H 'Authorization: Bearer %s' "+
 		"-H 'Content-Type: application/json' "+
 		`-d '{"model":"demo-chat","messages":[{"role":"user","content":"hello"}],"max_tokens":16}'`+"\n", base, apiToken)
-	fmt.Fprintf(out, "  admission: curl -sS %s/admin/v1/admission -H 'Authorization: Bearer %s'\n\n", base, adminToken)
+	fmt.Fprintf(out, "  capacity:  curl -sS %s/admin/v1/capacity -H 'Authorization: Bearer %s'\n", base, adminToken)
+	fmt.Fprintf(out, "  metrics:   curl -sS %s/metrics -H 'Authorization: Bearer %s'\n\n", base, adminToken)
 }

@@ -48,6 +48,8 @@ func TestDemoDrivesAWorkload(t *testing.T) {
 	assert.Contains(t, out, "demo-replicas/vllm-1")
 	assert.Contains(t, out, "replica_scheduler decisions=")
 	assert.Contains(t, out, "attempts=20")
+	assert.Contains(t, out, "/admin/v1/capacity -H 'Authorization: Bearer ", "the banner points at the capacity JSON")
+	assert.Contains(t, out, "/metrics -H 'Authorization: Bearer ", "and at the metrics")
 }
 
 func TestServeFlagErrors(t *testing.T) {

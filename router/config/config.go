@@ -41,6 +41,7 @@ type Config struct {
 	decisionLog   DecisionLog
 	intentFile    string
 	readiness     Readiness
+	metrics       Metrics
 	aliases       []Alias
 	tiers         []Tier
 	tierIndex     map[string]int // tier ID -> index in tiers
@@ -114,6 +115,13 @@ type DecisionLog struct {
 type Readiness struct {
 	Interval time.Duration
 	Timeout  time.Duration
+}
+
+// Metrics says where /metrics is served besides the main listener.
+type Metrics struct {
+	// Listen is a second address (host:port) serving GET /metrics alone, without a token, for a
+	// private interface; "" serves /metrics only on the main listener, behind the admin token.
+	Listen string
 }
 
 // Alias maps one caller-visible model name to one tier.
@@ -253,6 +261,9 @@ func (c Config) IntentFile() string { return c.intentFile }
 
 // Readiness paces member readiness probes.
 func (c Config) Readiness() Readiness { return c.readiness }
+
+// Metrics says where /metrics is served besides the main listener.
+func (c Config) Metrics() Metrics { return c.metrics }
 
 // Aliases lists every alias in file order (a fresh copy).
 func (c Config) Aliases() []Alias { return append([]Alias(nil), c.aliases...) }

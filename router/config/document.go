@@ -20,6 +20,7 @@ type Document struct {
 	DecisionLog   *DecisionLogDoc `mapstructure:"decision_log" yaml:"decision_log,omitempty"`
 	IntentFile    *string         `mapstructure:"intent_file" yaml:"intent_file,omitempty"`
 	Readiness     *ReadinessDoc   `mapstructure:"readiness" yaml:"readiness,omitempty"`
+	Metrics       *MetricsDoc     `mapstructure:"metrics" yaml:"metrics,omitempty"`
 	Aliases       []AliasDoc      `mapstructure:"aliases" yaml:"aliases,omitempty"`
 	Tiers         []TierDoc       `mapstructure:"tiers" yaml:"tiers,omitempty"`
 }
@@ -70,6 +71,11 @@ type DecisionLogDoc struct {
 type ReadinessDoc struct {
 	Interval *time.Duration `mapstructure:"interval" yaml:"interval,omitempty"`
 	Timeout  *time.Duration `mapstructure:"timeout" yaml:"timeout,omitempty"`
+}
+
+// MetricsDoc is the metrics section of a Document.
+type MetricsDoc struct {
+	Listen *string `mapstructure:"listen" yaml:"listen,omitempty"`
 }
 
 // AliasDoc is one aliases entry of a Document.

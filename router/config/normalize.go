@@ -21,6 +21,7 @@ type normConfig struct {
 	DecisionLog   normDecisionLog `yaml:"decision_log"`
 	IntentFile    string          `yaml:"intent_file,omitempty"`
 	Readiness     normReadiness   `yaml:"readiness"`
+	Metrics       *normMetrics    `yaml:"metrics,omitempty"`
 	Aliases       []normAlias     `yaml:"aliases"`
 	Tiers         []normTier      `yaml:"tiers"`
 }
@@ -62,6 +63,10 @@ type normDecisionLog struct {
 type normReadiness struct {
 	Interval string `yaml:"interval"`
 	Timeout  string `yaml:"timeout"`
+}
+
+type normMetrics struct {
+	Listen string `yaml:"listen"`
 }
 
 type normAlias struct {
@@ -162,6 +167,9 @@ func (c Config) norm() normConfig {
 	}
 	if c.tls.Enabled() {
 		n.TLS = &normTLS{CertFile: c.tls.CertFile, KeyFile: c.tls.KeyFile}
+	}
+	if c.metrics.Listen != "" {
+		n.Metrics = &normMetrics{Listen: c.metrics.Listen}
 	}
 	for i, t := range c.auth.callerTokens {
 		n.Auth.CallerTokens[i] = t.redacted()

@@ -48,6 +48,7 @@ func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) 
 		func() error { return buildDecisionLog(raw.DecisionLog, c) },
 		func() (err error) { c.intentFile, err = optPath(raw.IntentFile, "intent_file"); return err },
 		func() error { return buildReadiness(raw.Readiness, c) },
+		func() error { return buildMetrics(raw.Metrics, c) },
 	}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -187,6 +188,22 @@ func buildReadiness(r *ReadinessDoc, c *Config) (err error) {
 	if c.readiness.Timeout > c.readiness.Interval {
 		return invalid("readiness.timeout", "must not exceed readiness.interval")
 	}
+	return nil
+}
+
+// buildMetrics validates metrics.listen like listen; a fixed port must differ from the main
+// listener's, since both are bound by one process.
+func buildMetrics(r *MetricsDoc, c *Config) error {
+	if r == nil || r.Listen == nil {
+		return nil
+	}
+	if !validListen(*r.Listen) {
+		return invalid("metrics.listen", "must be host:port with a port 0-65535")
+	}
+	if *r.Listen == c.listen && !strings.HasSuffix(c.listen, ":0") {
+		return invalid("metrics.listen", "must differ from listen")
+	}
+	c.metrics.Listen = *r.Listen
 	return nil
 }
 

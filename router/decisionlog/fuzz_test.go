@@ -37,6 +37,8 @@ func FuzzReadJSONL(f *testing.F) {
 		strings.Replace(capLine, `"status":200,`, `"status":200,"prompt":"hi",`, 1) + "\n",
 		strings.Replace(capLine, `"alias":"chat"`, `"alias":"\u0063hat"`, 1) + "\n",
 		strings.Replace(capLine, `"attempts":1`, `"attempts":1.0`, 1) + "\n",
+		strings.Replace(capLine, `"outcome":"success"`, `"outcome":"internal_error"`, 1) + "\n",
+		strings.Replace(strings.Replace(capLine, `"outcome":"success"`, `"outcome":"internal_error"`, 1), `"attempts":1`, `"attempts":0`, 1) + "\n",
 		strings.Replace(capLine, `"eligible_member_ids":["m1","m2"]`, `"eligible_member_ids":["m1","m3"]`, 1) + "\n",
 		"{ " + capLine[1:] + "\n", capLine + "\r\n"} {
 		f.Add([]byte(s))

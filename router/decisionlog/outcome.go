@@ -17,17 +17,20 @@ const (
 	OutcomeMalformedStream        Outcome = "malformed_stream"
 	OutcomeStreamTruncated        Outcome = "stream_truncated"
 	OutcomeShutdown               Outcome = "shutdown" // cut by the router's shutdown after shutdown_grace
+	// OutcomeInternalError: the router itself failed (a panic) after admission, while it held the
+	// lease; the record keeps the attempt count and the selection it had reached.
+	OutcomeInternalError Outcome = "internal_error"
 )
 
 // Outcomes lists every outcome in a fixed order: reports list outcomes in this order.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
 		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
-		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown}
+		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown, OutcomeInternalError}
 }
 
 // NumOutcomes is the number of defined outcomes.
-const NumOutcomes = 10
+const NumOutcomes = 11
 
 // Index returns o's position in Outcomes, or -1 for an undefined outcome: reports count outcomes in
 // arrays indexed by it.
@@ -53,6 +56,8 @@ func (o Outcome) Index() int {
 		return 8
 	case OutcomeShutdown:
 		return 9
+	case OutcomeInternalError:
+		return 10
 	}
 	return -1
 }
@@ -68,12 +73,12 @@ func (o Outcome) Admitted() bool { return o.Valid() && o != OutcomeRefused && o 
 
 // attemptRange is the one-attempt accounting: refusals never reach an upstream, every
 // upstream-derived outcome made exactly one attempt (a shutdown cut is one: the relay sees it), and a
-// cancellation may land on either side of the attempt.
+// cancellation or an internal error may land on either side of the attempt.
 func (o Outcome) attemptRange() (lo, hi int, ok bool) {
 	switch o {
 	case OutcomeRefused, OutcomeNotAdmitted:
 		return 0, 0, true
-	case OutcomeClientCanceled:
+	case OutcomeClientCanceled, OutcomeInternalError:
 		return 0, 1, true
 	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
 		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown:

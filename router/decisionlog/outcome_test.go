@@ -10,7 +10,8 @@ import (
 // must be a deliberate change here.
 func TestOutcomeOrder(t *testing.T) {
 	want := []string{"success", "refused", "not_admitted", "upstream_http_error", "upstream_timeout",
-		"upstream_transport_error", "client_canceled", "malformed_stream", "stream_truncated", "shutdown"}
+		"upstream_transport_error", "client_canceled", "malformed_stream", "stream_truncated", "shutdown",
+		"internal_error"}
 	all := Outcomes()
 	assert.Len(t, all, NumOutcomes)
 	for i, o := range all {
@@ -18,6 +19,9 @@ func TestOutcomeOrder(t *testing.T) {
 		assert.Equal(t, i, o.Index())
 		assert.True(t, o.Valid())
 	}
+	assert.True(t, OutcomeInternalError.Admitted(), "an internal error is recorded only while a lease is held")
+	lo, hi, _ := OutcomeInternalError.attemptRange()
+	assert.Equal(t, [2]int{0, 1}, [2]int{lo, hi}, "a panic may come before or during the one attempt")
 	assert.Equal(t, -1, Outcome("nope").Index())
 	assert.False(t, Outcome("nope").Valid())
 }

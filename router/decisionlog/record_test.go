@@ -74,6 +74,44 @@ func TestAcceptedEdgeRecords(t *testing.T) {
 	assert.NotNil(t, l.Recent(4)[0].ReplicaScheduler, "a canceled selection keeps its captured evidence")
 }
 
+// TestInternalErrorRecords: a panic after admission is recorded as internal_error with its true
+// attempt count (0 before the relay started, 1 during it), its status and the captured selection,
+// and the record goes through every surface: the ring, the JSONL line, strict ingestion, the summary.
+func TestInternalErrorRecords(t *testing.T) {
+	beforeRelay := capacityRecord(t)
+	beforeRelay.RequestID, beforeRelay.Outcome, beforeRelay.Attempts, beforeRelay.Status = "req-panic-0", OutcomeInternalError, 0, 500
+	beforeRelay.FirstByte = 0
+	duringRelay := capacityRecord(t)
+	duringRelay.RequestID, duringRelay.Outcome, duringRelay.Status = "req-panic-1", OutcomeInternalError, 200
+	direct := directRecord()
+	direct.RequestID, direct.Outcome, direct.Status = "req-panic-2", OutcomeInternalError, 500
+	var sink bytes.Buffer
+	l := mustLog(t, 8, &sink)
+	for _, r := range []Record{beforeRelay, duringRelay, direct} {
+		require.NoError(t, l.Add(r))
+	}
+	stored := l.Recent(3)
+	for _, r := range stored[:2] {
+		require.NotNil(t, r.ReplicaScheduler, "the captured selection survives a panic")
+		assert.Equal(t, "m1", r.Member)
+	}
+	assert.Contains(t, stored[0].Line(), "outcome=internal_error attempts=0 status=500")
+	assert.Contains(t, stored[1].Line(), "outcome=internal_error attempts=1 status=200")
+	assert.Contains(t, stored[1].Line(), "replica_scheduler=capacity")
+
+	back, err := ReadJSONL(bytes.NewReader(sink.Bytes()), 8)
+	require.NoError(t, err)
+	assert.Equal(t, stored, back, "strict ingestion reads internal_error back")
+	sum := Summarize(back)
+	assert.Equal(t, 3, sum.Admitted)
+	assert.Equal(t, 2, sum.Attempts)
+	assert.Equal(t, []Count{{"internal_error", 3}}, sum.Outcomes)
+
+	tooMany := capacityRecord(t)
+	tooMany.Outcome, tooMany.Attempts = OutcomeInternalError, 2
+	assert.ErrorIs(t, l.Add(tooMany), ErrInvalidRecord, "still at most one attempt")
+}
+
 func TestIDsAreSanitized(t *testing.T) {
 	l := mustLog(t, 4, nil)
 	r := roundRobinRecord()

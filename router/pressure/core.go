@@ -250,21 +250,36 @@ type Prepared struct {
 
 // Prepare normalizes a worker's result for job: pure, so the shell runs it outside
 // the cache lock. The observation time is job.Started (see Complete).
+//
+// ClassOK normalizes the sample. ClassFailed is a failed collection whatever the sample
+// holds. ClassUnknown normalizes the sample's signal states (so a malformed signal reads
+// invalid, not missing) but is never published fresh or stale: an unknown answer that
+// somehow carried only valid signals reads unknown with no signal. An out-of-range
+// class is a successful scrape with no signal.
 func Prepare(job Job, s Sample, cl Class) Prepared {
-	o := scheduler.Observation{ObservedAt: job.Started, SchedulerCapacity: job.Capacity}
+	o := scheduler.Observation{ObservedAt: job.Started, SchedulerCapacity: job.Capacity, Successful: true}
 	switch cl {
-	case ClassOK:
-		o.Successful = true
+	case ClassOK, ClassUnknown:
 		o.RequestsRunning, o.RequestsWaiting, o.KVCacheUsage = s.Running, s.Waiting, s.KVUsage
 	case ClassFailed:
 		o.Successful = false
-	default: // ClassUnknown or an out-of-range class: a successful scrape with no signal.
-		o.Successful = true
 	}
-	return Prepared{
+	p := Prepared{
 		young: scheduler.NormalizePressure(job.Started, o),
 		old:   scheduler.NormalizePressure(job.Started.Add(scheduler.MaxAge+time.Nanosecond), o),
 	}
+	if cl == ClassUnknown {
+		p.young, p.old = neverUsable(p.young), neverUsable(p.old)
+	}
+	return p
+}
+
+// neverUsable keeps an unknown class from publishing fresh or stale pressure.
+func neverUsable(p scheduler.Pressure) scheduler.Pressure {
+	if f := p.Freshness(); f == scheduler.FreshnessFresh || f == scheduler.FreshnessStale {
+		return scheduler.UnknownPressure()
+	}
+	return p
 }
 
 // overdue reports whether a refresh started at started has run longer than

@@ -154,6 +154,15 @@ func TestCoreClasses(t *testing.T) {
 		{"ok", busy, pressure.ClassOK, freshBusy},
 		{"failed discards values", busy, pressure.ClassFailed, failed},
 		{"unknown discards values", busy, pressure.ClassUnknown, func(*testing.T) scheduler.Pressure { return scheduler.UnknownPressure() }},
+		{"unknown keeps a malformed signal invalid", pressure.Sample{Running: scheduler.MalformedMetric(), Waiting: present(2), KVUsage: present(0.5)},
+			pressure.ClassUnknown, func(t *testing.T) scheduler.Pressure {
+				return mustPressure(t, scheduler.FreshnessUnknown, 0, false, scheduler.SignalInvalid, scheduler.SignalValid)
+			}},
+		{"unknown with a malformed KV and missing requests", pressure.Sample{KVUsage: scheduler.MalformedMetric()},
+			pressure.ClassUnknown, func(t *testing.T) scheduler.Pressure {
+				return mustPressure(t, scheduler.FreshnessUnknown, 0, false, scheduler.SignalMissing, scheduler.SignalInvalid)
+			}},
+		{"failed ignores a malformed signal", pressure.Sample{Running: scheduler.MalformedMetric()}, pressure.ClassFailed, failed},
 		{"out-of-range class is unknown", busy, pressure.Class(7), func(*testing.T) scheduler.Pressure { return scheduler.UnknownPressure() }},
 		{"requests only", pressure.Sample{Running: present(3), Waiting: present(0)}, pressure.ClassOK,
 			func(t *testing.T) scheduler.Pressure {

@@ -24,6 +24,7 @@ type refMember struct {
 	lastCompleted time.Time
 	hasObs        bool
 	obs           scheduler.Observation
+	unknownClass  bool // the last completion was ClassUnknown
 }
 
 type refCore struct {
@@ -53,12 +54,19 @@ func (r *refCore) expect(m *refMember, now time.Time) scheduler.Pressure {
 	case !m.hasObs:
 		return scheduler.UnknownPressure()
 	}
-	return scheduler.NormalizePressure(now, m.obs)
+	p := scheduler.NormalizePressure(now, m.obs)
+	if m.unknownClass && (p.Freshness() == scheduler.FreshnessFresh || p.Freshness() == scheduler.FreshnessStale) {
+		return scheduler.UnknownPressure() // an unknown answer is never usable
+	}
+	return p
 }
 
 func genMetric(t *rapid.T, label string, count bool) scheduler.Metric {
 	if !rapid.Bool().Draw(t, label+"-present") {
 		return scheduler.Metric{}
+	}
+	if rapid.IntRange(0, 7).Draw(t, label+"-malformed") == 0 {
+		return scheduler.MalformedMetric()
 	}
 	if count {
 		v := rapid.SampledFrom([]float64{0, 1, 2, 7, 255, 1e9, -1, 0.5, math.NaN(), 2e9}).Draw(t, label)
@@ -193,11 +201,14 @@ func completeStep(t *rapid.T, c *pressure.Core, ref *refCore, now time.Time) {
 	}
 	m.running, m.completed, m.lastCompleted, m.hasObs = false, true, now, true
 	m.obs = scheduler.Observation{ObservedAt: m.started, SchedulerCapacity: m.capacity, Successful: true}
+	m.unknownClass = false
 	switch {
 	case cl == pressure.ClassFailed || now.Sub(m.started) > pressure.FetchTimeout:
 		m.obs.Successful = false
-	case cl == pressure.ClassOK:
+	case cl == pressure.ClassOK || cl == pressure.ClassUnknown:
+		// An unknown answer still says which signals were malformed.
 		m.obs.RequestsRunning, m.obs.RequestsWaiting, m.obs.KVCacheUsage = s.Running, s.Waiting, s.KVUsage
+		m.unknownClass = cl == pressure.ClassUnknown
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 
 // Attempt is one request's walk between the front door and the relay: resolve the alias and apply
 // the gates, admit (snapshots, then one atomic admission call), hear how the one relay attempt ended,
-// and finish: release the lease exactly once and store the request's one decision record. The server
+// and finish: release the lease exactly once and store the request's one decision record, panics
+// included (Dispatched, Panicked). The server
 // drives it with real time and the relay's results; the simulator with virtual time and its virtual
 // members' results. Neither builds a record itself.
 //
@@ -155,6 +156,26 @@ func (a *Attempt) Canceled(now time.Time) {
 
 // Decision returns the capacity scheduler's decision behind the admitted lease, if any.
 func (a *Attempt) Decision() (scheduler.Decision, bool) { return a.lease.Decision() }
+
+// Dispatched records that the one upstream attempt has begun. The server calls it right before it
+// hands the request to the relay, so an attempt that never reports back (a panic inside the relay)
+// is still counted; Relayed implies it. Before admission it does nothing: nothing can be dispatched.
+func (a *Attempt) Dispatched() {
+	if a.lease != nil {
+		a.rec.Attempts = 1
+	}
+}
+
+// Panicked records that handling the request panicked. After admission the outcome becomes
+// internal_error and the record keeps what the walk had reached: the member, the scheduler's
+// selection and the attempt count (Dispatched). Before admission nothing was held and the record
+// keeps its refusal. Panicked recovers nothing: the caller still runs Finish (which releases the
+// lease once) and lets the panic go on to whatever answers it.
+func (a *Attempt) Panicked() {
+	if a.lease != nil {
+		a.rec.Outcome = decisionlog.OutcomeInternalError
+	}
+}
 
 // Relayed records how the one upstream attempt ended: its outcome (decisionlog.Terminal of its
 // ending), the status the caller saw and the time to the first response byte.

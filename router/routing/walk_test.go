@@ -229,3 +229,63 @@ func TestWalkQueues(t *testing.T) {
 	assert.Zero(t, s.Waiting)
 	assert.Zero(t, s.Active)
 }
+
+// TestWalkRecordsAPanic: a panic is recorded with what the walk had reached. After admission it is
+// internal_error with its true attempt count and the captured selection, and Finish releases the
+// lease once; before admission nothing was held and the refusal stands.
+func TestWalkRecordsAPanic(t *testing.T) {
+	cases := []struct {
+		name       string
+		admit      bool
+		dispatched bool
+		outcome    decisionlog.Outcome
+		attempts   int
+	}{
+		{"before admission", false, false, decisionlog.OutcomeRefused, 0},
+		{"after admission, before the relay", true, false, decisionlog.OutcomeInternalError, 0},
+		{"inside the relay", true, true, decisionlog.OutcomeInternalError, 1},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r, sink := newWalk(t)
+			at := r.Begin("req-p", t0)
+			tier, err := at.Resolve(chat("chat", 5))
+			require.NoError(t, err)
+			if c.admit {
+				_, err = at.Admit(tier, t0)
+				require.NoError(t, err)
+			}
+			if c.dispatched {
+				at.Dispatched()
+			}
+			at.Panicked()
+			rec, err := at.Finish(t0.Add(time.Millisecond), 500)
+			require.NoError(t, err)
+			assert.Equal(t, c.outcome, rec.Outcome)
+			assert.Equal(t, c.attempts, rec.Attempts)
+			assert.Equal(t, 500, rec.Status)
+			pool, _ := r.Admission().Tier("pool")
+			s := pool.Snapshot()
+			assert.Zero(t, s.Active)
+			assert.Equal(t, s.Acquired, s.Released, "released exactly once")
+			assert.Zero(t, s.ReleaseMisuse)
+			stored, err := decisionlog.ReadJSONL(sink, 10)
+			require.NoError(t, err)
+			require.Len(t, stored, 1)
+			assert.Equal(t, c.outcome, stored[0].Outcome)
+			assert.Equal(t, c.admit, stored[0].ReplicaScheduler != nil, "the selection is kept exactly when one was made")
+		})
+	}
+}
+
+// TestDispatchedBeforeAdmissionCountsNothing: no attempt can be made without a lease.
+func TestDispatchedBeforeAdmissionCountsNothing(t *testing.T) {
+	r, _ := newWalk(t)
+	at := r.Begin("req-d", t0)
+	_, err := at.Resolve(chat("chat", 5))
+	require.NoError(t, err)
+	at.Dispatched()
+	rec, err := at.Finish(t0, 400)
+	require.NoError(t, err)
+	assert.Zero(t, rec.Attempts)
+}

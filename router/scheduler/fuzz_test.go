@@ -13,14 +13,16 @@ import (
 )
 
 func FuzzNormalizePressure(f *testing.F) {
-	f.Add(int64(0), int64(0), false, false, true, 1.0, true, 2.0, true, 0.5, true, int64(4))
-	f.Add(int64(5e9), int64(0), false, false, true, 0.0, false, 0.0, false, 0.07, true, int64(0))
-	f.Add(int64(5e9+1), int64(0), false, false, true, 3.0, true, 0.0, true, 0.0, false, int64(1))
-	f.Add(int64(0), int64(1), false, false, true, 1.0, true, 2.0, true, 0.5, true, int64(4))
-	f.Add(int64(0), int64(0), true, false, false, math.NaN(), true, -1.0, true, 2.0, true, int64(-3))
-	f.Add(int64(1), int64(0), false, false, true, 1e9, true, 1e9, true, 0.000123, true, int64(1))
+	f.Add(int64(0), int64(0), false, false, true, 1.0, true, 2.0, true, 0.5, true, int64(4), uint8(0))
+	f.Add(int64(5e9), int64(0), false, false, true, 0.0, false, 0.0, false, 0.07, true, int64(0), uint8(0))
+	f.Add(int64(5e9+1), int64(0), false, false, true, 3.0, true, 0.0, true, 0.0, false, int64(1), uint8(0))
+	f.Add(int64(0), int64(1), false, false, true, 1.0, true, 2.0, true, 0.5, true, int64(4), uint8(0))
+	f.Add(int64(0), int64(0), true, false, false, math.NaN(), true, -1.0, true, 2.0, true, int64(-3), uint8(0))
+	f.Add(int64(1), int64(0), false, false, true, 1e9, true, 1e9, true, 0.000123, true, int64(1), uint8(0))
+	f.Add(int64(1), int64(0), false, false, true, 1.0, true, 2.0, true, 0.5, true, int64(4), uint8(1))
+	f.Add(int64(1), int64(0), false, false, true, 1.0, true, 2.0, false, 0.5, true, int64(4), uint8(6))
 	f.Fuzz(func(t *testing.T, nowNs, obsNs int64, zeroNow, zeroObs, ok bool,
-		run float64, runP bool, wait float64, waitP bool, kv float64, kvP bool, capacity int64) {
+		run float64, runP bool, wait float64, waitP bool, kv float64, kvP bool, capacity int64, malformed uint8) {
 		now, obs := t0.Add(time.Duration(nowNs)), t0.Add(time.Duration(obsNs))
 		if zeroNow {
 			now = time.Time{}
@@ -28,8 +30,9 @@ func FuzzNormalizePressure(f *testing.F) {
 		if zeroObs {
 			obs = time.Time{}
 		}
-		o := Observation{ObservedAt: obs, Successful: ok, RequestsRunning: Metric{run, runP},
-			RequestsWaiting: Metric{wait, waitP}, KVCacheUsage: Metric{kv, kvP}, SchedulerCapacity: capacity}
+		o := Observation{ObservedAt: obs, Successful: ok, RequestsRunning: Metric{run, runP, malformed&1 != 0},
+			RequestsWaiting: Metric{wait, waitP, malformed&2 != 0}, KVCacheUsage: Metric{kv, kvP, malformed&4 != 0},
+			SchedulerCapacity: capacity}
 		p := NormalizePressure(now, o)
 
 		ppm, has := p.PPM()
@@ -55,7 +58,7 @@ func modelPressure(now time.Time, o Observation) Pressure {
 		return Pressure{}
 	}
 	count := func(m Metric) (bad bool) {
-		return m.Present && (math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || m.Value < 0 ||
+		return m.Malformed || m.Present && (math.IsNaN(m.Value) || math.IsInf(m.Value, 0) || m.Value < 0 ||
 			m.Value > 1e9 || m.Value != math.Floor(m.Value))
 	}
 	var p Pressure
@@ -71,6 +74,8 @@ func modelPressure(now time.Time, o Observation) Pressure {
 		reqPPM = ratCeil(sum.Mul(sum, big.NewRat(1e6, o.SchedulerCapacity)))
 	}
 	switch kv := o.KVCacheUsage; {
+	case kv.Malformed:
+		p.kv = SignalInvalid
 	case !kv.Present:
 	case math.IsNaN(kv.Value) || kv.Value < 0 || kv.Value > 1:
 		p.kv = SignalInvalid

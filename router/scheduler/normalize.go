@@ -9,11 +9,20 @@ import (
 )
 
 // Metric is one optional numeric signal from the metrics adapter. Present=false means
-// missing (the series was absent); Value is then ignored.
+// missing (the series was absent); Value is then ignored. Malformed marks a signal that
+// was supplied but could not be read as one number of its kind (a family of the wrong
+// metric type, duplicate series, a non-finite or out-of-range value): it is invalid
+// whatever Value and Present hold, so the adapter can say "invalid" without handing raw
+// values on. MalformedMetric builds one.
 type Metric struct {
-	Value   float64
-	Present bool
+	Value     float64
+	Present   bool
+	Malformed bool
 }
+
+// MalformedMetric is a signal that was supplied malformed: NormalizePressure reports it
+// as SignalInvalid, never as missing.
+func MalformedMetric() Metric { return Metric{Present: true, Malformed: true} }
 
 // Observation is the adapter's output for one member scrape, handed to
 // NormalizePressure. It is an input only: Pressure never retains these raw values.
@@ -96,6 +105,9 @@ func requestSignal(o Observation) (SignalState, int64) {
 // requestCount returns the integral count and whether the metric is well formed; a
 // missing metric is well formed (count 0, to be ignored by the caller).
 func requestCount(m Metric) (int64, bool) {
+	if m.Malformed {
+		return 0, false
+	}
 	if !m.Present {
 		return 0, true
 	}
@@ -108,6 +120,9 @@ func requestCount(m Metric) (int64, bool) {
 }
 
 func kvSignal(m Metric) (SignalState, int64) {
+	if m.Malformed {
+		return SignalInvalid, 0
+	}
 	if !m.Present {
 		return SignalMissing, 0
 	}

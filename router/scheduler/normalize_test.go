@@ -92,6 +92,11 @@ func TestNormalizePressureSignals(t *testing.T) {
 		{"kv negative", some(0), some(0), 4, some(-0.1), SignalValid, SignalInvalid, FreshnessUnknown, 0},
 		{"kv NaN", Metric{}, Metric{}, 0, some(nan), SignalMissing, SignalInvalid, FreshnessUnknown, 0},
 		{"kv -Inf", Metric{}, Metric{}, 0, some(math.Inf(-1)), SignalMissing, SignalInvalid, FreshnessUnknown, 0},
+		{"malformed running (no value)", MalformedMetric(), some(0), 4, some(0.1), SignalInvalid, SignalValid, FreshnessUnknown, 0},
+		{"malformed waiting wins over missing running", Metric{}, MalformedMetric(), 4, Metric{}, SignalInvalid, SignalMissing, FreshnessUnknown, 0},
+		{"malformed kv", some(1), some(1), 4, MalformedMetric(), SignalValid, SignalInvalid, FreshnessUnknown, 0},
+		{"malformed flag beats a valid-looking value", Metric{Value: 1, Present: true, Malformed: true}, some(0), 4, Metric{}, SignalInvalid, SignalMissing, FreshnessUnknown, 0},
+		{"malformed flag without presence is still invalid", Metric{}, some(0), 4, Metric{Malformed: true}, SignalMissing, SignalInvalid, FreshnessUnknown, 0},
 		{"bounds: 1e9+1e9 over capacity 1", some(1e9), some(1e9), 1, some(1), SignalValid, SignalValid, FreshnessFresh, MaxPressurePPM},
 		{"bounds: capacity 100000", some(0), some(1), ident.MaxCeiling, Metric{}, SignalValid, SignalMissing, FreshnessFresh, 10},
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/readiness"
 )
@@ -62,7 +63,17 @@ func (s *Server) transition(c *gin.Context) {
 		abort(c, transitionError(err))
 		return
 	}
-	c.JSON(http.StatusOK, snapshotsJSON([]admission.Snapshot{tier.Snapshot()})[0])
+	c.JSON(http.StatusOK, transitionAnswer(tier.Snapshot()))
+}
+
+// transitionAnswer is the tier's admission view plus its members' quiesce reasons: it reports what an
+// operator just did, so unlike the status views it names the reasons.
+func transitionAnswer(sn admission.Snapshot) capacity.Tier {
+	t := capacity.AdmissionTier(sn)
+	for i := range t.Members {
+		t.Members[i].Reason = sn.Members[i].Reason
+	}
+	return t
 }
 
 // errMemberNotReady refuses a member readmission whose readiness probe failed.

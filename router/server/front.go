@@ -9,7 +9,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
@@ -38,9 +38,11 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 			return // the caller left while queued: nothing to answer
 		}
 		if err != nil {
+			s.metrics.refused(tier.ID, err)
 			abort(c, admissionError(err))
 			return
 		}
+		at.Dispatched()
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
 			RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
@@ -72,10 +74,25 @@ func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (r
 	return target, err
 }
 
-// finish ends the walk and writes one access-log line. Neither carries bodies, prompts, URLs or
-// credentials: the record's fields are IDs, enums and numbers.
+// finish ends the walk, counts the request in the metrics from its record and writes one access-log
+// line. None of them carries bodies, prompts, URLs or credentials: the record's fields are IDs, enums
+// and numbers.
+//
+// It is the handler's one deferred call, so it also sees a panic: the walk records it (internal_error
+// after admission, with its attempt and selection), the lease is released once, and the panic goes on
+// to recoverPanics, which answers the fixed 500 when nothing was written yet and aborts the
+// connection otherwise. The recorded status is the one the caller gets.
 func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
-	rec, err := at.Finish(s.now(), c.Writer.Status())
+	p := recover()
+	status := c.Writer.Status()
+	if p != nil {
+		at.Panicked()
+		if !c.Writer.Written() {
+			status = errInternal.status
+		}
+	}
+	rec, err := at.Finish(s.now(), status)
+	s.metrics.finished(rec)
 	if err != nil {
 		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
 	}
@@ -84,6 +101,9 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 		"alias", rec.Alias, "tier", rec.Tier, "member", rec.Member,
 		"outcome", string(rec.Outcome), "attempts", rec.Attempts,
 		"duration_ms", rec.Duration.Milliseconds())
+	if p != nil {
+		panic(p) // recoverPanics answers it
+	}
 }
 
 // parse reads and decodes the body once, within the body limit and the in-flight budget. Both are
@@ -232,96 +252,18 @@ func (s *Server) sinkFailing() bool {
 	return !since.IsZero() && s.now().Sub(since) > after
 }
 
-// admissionState is the admin view of every tier's admission snapshot.
+// admissionState is the admin view of every tier's admission snapshot, with each replica member's
+// passive health read after it. Member reasons stay off it.
 func (s *Server) admissionState(c *gin.Context) {
-	out := snapshotsJSON(s.router.Admission().Snapshots())
-	s.addHealth(out, s.now())
-	c.JSON(http.StatusOK, out)
+	view := capacity.AdmissionView(s.sources.Admission.Snapshots())
+	capacity.AttachHealth(view, s.sources.Health)
+	c.JSON(http.StatusOK, view)
 }
 
-// healthJSON is a member's passive-health state in the admission view.
-type healthJSON struct {
-	State        string     `json:"state"` // healthy, ejected or half_open
-	Streak       int        `json:"streak"`
-	Ejections    uint64     `json:"ejections"`
-	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
-}
-
-// addHealth adds passive health to the members of every tier that tracks it, read after the admission
-// snapshots (two reads: the view is not one instant, and says so by its two sources).
-func (s *Server) addHealth(tiers []tierJSON, now time.Time) {
-	for i := range tiers {
-		hs, err := s.router.Health(tiers[i].ID, now)
-		if err != nil {
-			continue // not a replica tier, or passive health off
-		}
-		for j := range tiers[i].Members {
-			for _, h := range hs {
-				if h.ID != tiers[i].Members[j].ID {
-					continue
-				}
-				hj := &healthJSON{State: h.State.String(), Streak: h.Streak, Ejections: h.Ejections}
-				if !h.EjectedUntil.IsZero() {
-					until := h.EjectedUntil.UTC().Round(time.Millisecond)
-					hj.EjectedUntil = &until
-				}
-				tiers[i].Members[j].PassiveHealth = hj
-			}
-		}
-	}
-}
-
-type memberJSON struct {
-	ID             string      `json:"id"`
-	State          string      `json:"state"`
-	Reason         string      `json:"reason,omitempty"`
-	Draining       bool        `json:"draining"`
-	Active         int64       `json:"active_requests"`
-	MaxConcurrency int64       `json:"max_concurrency"`
-	PassiveHealth  *healthJSON `json:"passive_health,omitempty"`
-}
-
-type tierJSON struct {
-	ID             string       `json:"id"`
-	Kind           string       `json:"kind"`
-	Strategy       string       `json:"strategy,omitempty"`
-	State          string       `json:"state"`
-	Reason         string       `json:"reason,omitempty"`
-	Draining       bool         `json:"draining"`
-	Active         int64        `json:"active_requests"`
-	MaxConcurrency int64        `json:"max_concurrency"`
-	Released       uint64       `json:"released"`
-	ReleaseMisuse  uint64       `json:"release_misuse"`
-	Queue          *queueJSON   `json:"queue,omitempty"`
-	Members        []memberJSON `json:"members,omitempty"`
-}
-
-// queueJSON is a tier's admission queue in the admission view (tiers with a queue only).
-type queueJSON struct {
-	Waiting    int    `json:"waiting"`
-	MaxWaiting int    `json:"max_waiting"`
-	Full       uint64 `json:"refused_full"`
-}
-
-func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
-	out := make([]tierJSON, 0, len(snaps))
-	for _, sn := range snaps {
-		t := tierJSON{ID: sn.ID, Kind: sn.Kind.String(), State: sn.State, Reason: sn.Reason,
-			Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
-			Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
-		if sn.Kind == admission.KindReplica {
-			t.Strategy = sn.Strategy.String()
-		}
-		if sn.MaxWaiting > 0 {
-			t.Queue = &queueJSON{Waiting: sn.Waiting, MaxWaiting: sn.MaxWaiting, Full: sn.QueueFull}
-		}
-		for _, m := range sn.Members {
-			t.Members = append(t.Members, memberJSON{ID: m.ID, State: m.State, Reason: m.Reason,
-				Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
-		}
-		out = append(out, t)
-	}
-	return out
+// capacityState is the capacity JSON: the validated admission view plus, for capacity tiers, each
+// member's cached telemetry, read with the pressure cache's Peek (never scheduling a scrape).
+func (s *Server) capacityState(c *gin.Context) {
+	c.JSON(http.StatusOK, capacity.Read(s.plan, s.sources))
 }
 
 func (s *Server) now() time.Time { return s.clock() }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -21,6 +22,7 @@ import (
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
@@ -39,6 +41,13 @@ type member struct {
 	srv     *httptest.Server
 	calls   atomic.Int64
 	entered chan struct{} // receives (without blocking) when a generation request arrives
+	arrived atomic.Bool   // set when a generation request arrives, before it is answered
+	scrapes atomic.Int64  // GET /metrics requests (pressure scrapes) that reached it
+	// nanRunning makes its real /metrics page carry NaN as vllm:num_requests_running, as a broken
+	// exporter would: the page still parses, the series is malformed.
+	nanRunning atomic.Bool
+	// planted, when set, is appended to its real /metrics page: raw metric text no surface may echo.
+	planted atomic.Pointer[string]
 
 	mu  sync.Mutex
 	ids []string // the X-Request-Id of every generation request, in arrival order
@@ -61,6 +70,20 @@ func startMember(t *testing.T, model string, seed uint64) *member {
 	h := fake.Handler()
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
+			if r.URL.Path == "/metrics" {
+				m.scrapes.Add(1)
+				if m.nanRunning.Load() {
+					serveNaNRunning(w, r, h)
+					return
+				}
+				if extra := m.planted.Load(); extra != nil {
+					rec := httptest.NewRecorder()
+					h.ServeHTTP(rec, r)
+					w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+					_, _ = io.WriteString(w, rec.Body.String()+*extra)
+					return
+				}
+			}
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -68,6 +91,7 @@ func startMember(t *testing.T, model string, seed uint64) *member {
 		m.mu.Lock()
 		m.ids = append(m.ids, r.Header.Get("X-Request-Id"))
 		m.mu.Unlock()
+		m.arrived.Store(true)
 		select {
 		case m.entered <- struct{}{}:
 		default:
@@ -80,6 +104,21 @@ func startMember(t *testing.T, model string, seed uint64) *member {
 		fake.Close()
 	})
 	return m
+}
+
+// serveNaNRunning serves the fake's real metrics page with every vllm:num_requests_running value
+// replaced by NaN.
+func serveNaNRunning(w http.ResponseWriter, r *http.Request, h http.Handler) {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	lines := strings.Split(rec.Body.String(), "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, "vllm:num_requests_running{") {
+			lines[i] = l[:strings.LastIndexByte(l, ' ')] + " NaN"
+		}
+	}
+	w.Header().Set("Content-Type", rec.Header().Get("Content-Type"))
+	_, _ = io.WriteString(w, strings.Join(lines, "\n"))
 }
 
 // slow stretches the member's engine steps by factor (the fake's step-time fault).
@@ -150,23 +189,41 @@ func env(k string) (string, bool) {
 		return callerToken, true
 	case config.EnvAdminToken:
 		return adminToken, true
+	case upstreamEnv:
+		return upstreamKey, true
 	}
 	return "", false
 }
 
 func startRouter(t *testing.T, yaml string) *router {
 	t.Helper()
+	return startRouterWith(t, yaml, routerOptions{})
+}
+
+// routerOptions vary startRouter: a logger, and a wrapper around every response writer the router
+// writes to (for example one that panics).
+type routerOptions struct {
+	logger *slog.Logger
+	writer func(http.ResponseWriter, *http.Request) http.ResponseWriter
+	view   func(capacity.Sources) capacity.Sources // wraps what the capacity views read
+}
+
+func startRouterWith(t *testing.T, yaml string, o routerOptions) *router {
+	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
+	srv, err := server.NewWithViews(cfg, server.Options{Logger: o.logger}, o.view)
 	require.NoError(t, err)
 	srv.Start()
 	srv.ProbeNow(context.Background())
 	r := &router{srv: srv, done: make(chan string, 1024)}
 	h := srv.Handler()
 	r.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		defer func() { r.done <- req.URL.Path }() // also when the handler aborts the connection
+		if o.writer != nil {
+			w = o.writer(w, req)
+		}
 		h.ServeHTTP(w, req)
-		r.done <- req.URL.Path
 	}))
 	t.Cleanup(func() {
 		r.http.CloseClientConnections()

@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,6 +22,7 @@ import (
 
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/router/config/load"
+	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -38,58 +44,217 @@ func (b *lockedBuffer) String() string {
 	return b.buf.String()
 }
 
-// Logs, decision records and error bodies carry IDs, enums and numbers: never credentials, prompts,
-// response bodies or member addresses, on success or on any failure.
-func TestNothingSensitiveReachesLogsOrRecords(t *testing.T) {
-	const prompt = "PROMPT-MARKER-7f3a"
-	ms := startMembers(t, 2)
-	cfg, err := load.Parse([]byte(replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2})), env)
-	require.NoError(t, err)
-	logs := &lockedBuffer{}
-	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = srv.Close() })
-	srv.ProbeNow(context.Background())
-	front := httptest.NewServer(srv.Handler())
-	defer front.Close()
+// Planted secrets: each must stay out of every surface the router writes.
+const (
+	upstreamKey    = "UPSTREAM-KEY-5b7d0c1e9a"
+	promptMarker   = "PROMPT-MARKER-7f3a"
+	responseMarker = "RESPONSE-MARKER-2c9d"
+	metricMarker   = "RAW-METRIC-MARKER-41aa"
+	metricHelp     = "RAW-METRIC-HELP-66f1"
+	upstreamEnv    = "ANVIL_TEST_UPSTREAM_KEY"
+)
 
-	send := func(auth, body string) string {
-		req, _ := http.NewRequest(http.MethodPost, front.URL+"/v1/chat/completions", strings.NewReader(body))
-		req.Header.Set("Authorization", auth)
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		defer resp.Body.Close()
-		var b bytes.Buffer
-		_, _ = b.ReadFrom(resp.Body)
-		return b.String()
+// hostedUpstream is a direct tier's upstream that answers with planted response text, and holds a
+// request whose prompt says HOLD until released.
+type hostedUpstream struct {
+	srv     *httptest.Server
+	held    chan struct{}
+	release chan struct{}
+	sawKey  atomic.Bool
+}
+
+func startHosted(t *testing.T) *hostedUpstream {
+	h := &hostedUpstream{held: make(chan struct{}, 1), release: make(chan struct{})}
+	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		h.sawKey.Store(r.Header.Get("Authorization") == "Bearer "+upstreamKey)
+		if bytes.Contains(body, []byte("HOLD")) {
+			h.held <- struct{}{}
+			<-h.release
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"c1","object":"chat.completion","model":"%s","choices":[{"index":0,"message":{"role":"assistant","content":"%s"},"finish_reason":"stop"}]}`,
+			servedModel, responseMarker)
+	}))
+	t.Cleanup(func() {
+		h.srv.CloseClientConnections()
+		h.srv.Close()
+	})
+	return h
+}
+
+// sweepYAML is a capacity tier over real fake members (alias chat) and a keyed direct tier with a
+// ceiling of one (alias big), with a JSONL decision sink.
+func sweepYAML(ms []*member, hosted *hostedUpstream, sink string) string {
+	y := replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 2, extra: "decision_log:\n  jsonl_path: " + sink + "\n"})
+	y = strings.Replace(y, "aliases:\n", "aliases:\n  - id: big\n    tier: hosted\n", 1)
+	return y + fmt.Sprintf("  - id: hosted\n    kind: direct\n    served_model: %s\n    endpoint: %s\n    api_key_env: %s\n"+
+		"    max_concurrency: 1\n    gates:\n      max_context_tokens: 4096\n", servedModel, hosted.srv.URL, upstreamEnv)
+}
+
+// The planted-secret sweep through the real server: a caller token, the admin token, an upstream API
+// key, member addresses, prompt text, response text, raw metric text and raw error strings go in
+// through success, refusals, upstream errors, a dead member and panics; none of them comes out in the
+// log lines (text and JSON handlers), the JSONL sink, the ring (admin decisions), the summary, the
+// admission and capacity JSON, /metrics, /readyz or any error body.
+func TestNothingSensitiveReachesAnySurface(t *testing.T) {
+	ms := startMembers(t, 2)
+	hosted := startHosted(t)
+	planted := fmt.Sprintf("# HELP planted_info %s\n# TYPE planted_info gauge\nplanted_info{note=%q} 1\n", metricHelp, metricMarker)
+	for _, m := range ms {
+		m.planted.Store(&planted)
 	}
-	body := `{"model":"chat","messages":[{"role":"user","content":"` + prompt + `"}],"max_tokens":4,"ignore_eos":true}`
-	var replies []string
-	replies = append(replies, send("Bearer "+callerToken, body))                                                                // success
-	replies = append(replies, send("Bearer wrong-"+callerToken, body))                                                          // 401
-	replies = append(replies, send("Bearer "+callerToken, `{"model":"chat","messages":[{"content":"`+prompt+`"}],"tools":{}}`)) // 400
+	sink := filepath.Join(t.TempDir(), "decisions.jsonl")
+	cfg := sweepYAML(ms, hosted, sink)
+	logs := &lockedBuffer{}
+	logger := slog.New(slog.NewMultiHandler(
+		slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}),
+		slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	panicNext := &atomic.Bool{}
+	r := startRouterWith(t, cfg, routerOptions{logger: logger, writer: func(w http.ResponseWriter, req *http.Request) http.ResponseWriter {
+		if req.Header.Get("X-Test-Panic") == "" {
+			return w
+		}
+		return lazyWriter{panicWriter{ResponseWriter: w, armed: panicNext, onWrite: req.Header.Get("X-Test-Panic") == "write"}, ms}
+	}})
+
+	var replies, errorBodies []string
+	send := func(auth, path, body string, header ...string) int {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, r.http.URL+path, strings.NewReader(body))
+		req.Header.Set("Authorization", auth)
+		for i := 0; i+1 < len(header); i += 2 {
+			req.Header.Set(header[i], header[i+1])
+		}
+		resp, err := http.DefaultClient.Do(req)
+		r.wait(t, 1)
+		if err != nil {
+			return 0 // a response cut by a panic
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		replies = append(replies, string(b))
+		if resp.StatusCode >= 400 {
+			errorBodies = append(errorBodies, string(b))
+		}
+		return resp.StatusCode
+	}
+	caller := "Bearer " + callerToken
+	chat := `{"model":"chat","messages":[{"role":"user","content":"` + promptMarker + `"}],"max_tokens":4,"ignore_eos":true}`
+	big := strings.Replace(chat, `"model":"chat"`, `"model":"big"`, 1)
+
+	// Successes, on both tiers; the members' pages (with the planted metric text) are scraped.
+	untilPressure(t, r, func(p map[string]scheduler.Pressure) bool {
+		return p["m00"].Freshness() == scheduler.FreshnessFresh && p["m01"].Freshness() == scheduler.FreshnessFresh
+	})
+	require.Equal(t, http.StatusOK, send(caller, "/v1/chat/completions", chat))
+	require.Equal(t, http.StatusOK, send(caller, "/v1/chat/completions", strings.Replace(chat, `"max_tokens":4`, `"max_tokens":4,"stream":true`, 1)))
+	require.Equal(t, http.StatusOK, send(caller, "/v1/chat/completions", big))
+	require.True(t, hosted.sawKey.Load(), "the upstream key is really sent upstream")
+	require.Contains(t, replies[len(replies)-1], responseMarker, "and the response text really reaches its caller")
+
+	// Refusals: authentication, body size, gates, unknown alias, quiesce, exhausted capacity.
+	require.Equal(t, http.StatusUnauthorized, send("Bearer wrong-"+callerToken, "/v1/chat/completions", chat))
+	require.Equal(t, http.StatusUnauthorized, send("Bearer "+adminToken, "/v1/chat/completions", chat))
+	require.Equal(t, http.StatusRequestEntityTooLarge, send(caller, "/v1/chat/completions", strings.Repeat(promptMarker, 1<<17)))
+	require.Equal(t, http.StatusBadRequest, send(caller, "/v1/chat/completions", `{"model":"chat","messages":[{"content":"`+promptMarker+`"}],"tools":{}}`))
+	require.Equal(t, http.StatusBadRequest, send(caller, "/v1/chat/completions", `{"model":"chat","messages":"`+promptMarker+`"}`))
+	require.Equal(t, http.StatusNotFound, send(caller, "/v1/chat/completions", `{"model":"`+promptMarker+`","messages":[{"role":"user","content":"x"}]}`))
+	status, body := r.admin(t, `{"action":"quiesce","tier":"replicas","reason":"sweep"}`)
+	require.Equal(t, http.StatusOK, status, body)
+	require.Equal(t, http.StatusServiceUnavailable, send(caller, "/v1/chat/completions", chat))
+	status, body = r.admin(t, `{"action":"readmit","tier":"replicas"}`)
+	require.Equal(t, http.StatusOK, status, body)
+	held := make(chan int, 1)
+	go func() {
+		req, _ := http.NewRequest(http.MethodPost, r.http.URL+"/v1/chat/completions", strings.NewReader(strings.Replace(big, promptMarker, "HOLD", 1)))
+		req.Header.Set("Authorization", caller)
+		resp, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			held <- resp.StatusCode
+			return
+		}
+		held <- 0
+	}()
+	<-hosted.held
+	require.Equal(t, http.StatusServiceUnavailable, send(caller, "/v1/chat/completions", big), "the direct tier's one slot is taken")
+	close(hosted.release)
+	require.Equal(t, http.StatusOK, <-held)
+	r.wait(t, 1)
+
+	// Admin refusals.
+	status, body = r.admin(t, `{"action":"quiesce","tier":"`+promptMarker+`"}`)
+	require.Equal(t, http.StatusNotFound, status)
+	errorBodies = append(errorBodies, body)
+	code, body := r.get(t, "/admin/v1/capacity", callerToken)
+	require.Equal(t, http.StatusUnauthorized, code)
+	errorBodies = append(errorBodies, body)
+
+	// Upstream failures, panics, and a member that is gone (a raw transport error).
 	for _, m := range ms {
 		fault(t, m, fakevllm.Faults{HTTPErrors: []fakevllm.HTTPErrorFault{{Status: 500, Rate: 1}}})
 	}
-	replies = append(replies, send("Bearer "+callerToken, body)) // upstream 500
+	require.Equal(t, http.StatusInternalServerError, send(caller, "/v1/chat/completions", chat), "an upstream 500 passes through")
+	for _, m := range ms {
+		fault(t, m, fakevllm.Faults{})
+		m.arrived.Store(false)
+	}
+	require.Equal(t, http.StatusInternalServerError, send(caller, "/v1/chat/completions", chat, "X-Test-Panic", "header"))
+	require.Equal(t, 0, send(caller, "/v1/chat/completions", chat, "X-Test-Panic", "write"), "a cut response")
 	for _, m := range ms {
 		m.srv.CloseClientConnections()
 		m.srv.Close()
 	}
-	replies = append(replies, send("Bearer "+callerToken, body)) // upstream gone: 502
+	require.Equal(t, http.StatusBadGateway, send(caller, "/v1/chat/completions", chat))
 
-	var records strings.Builder
-	for _, r := range srv.Decisions().Recent(100) {
-		records.WriteString(r.Line())
+	// Every surface.
+	require.NoError(t, r.srv.Decisions().Flush())
+	jsonl, err := os.ReadFile(sink)
+	require.NoError(t, err)
+	surfaces := map[string]string{
+		"logs":         logs.String(),
+		"jsonl":        string(jsonl),
+		"error bodies": strings.Join(errorBodies, "\n"),
 	}
-	surfaces := map[string]string{"logs": logs.String(), "records": records.String(), "replies": strings.Join(replies, "\n")}
-	require.Contains(t, surfaces["logs"], `"msg":"request"`, "the access log is written")
+	for _, path := range []string{"/admin/v1/decisions?n=1000", "/admin/v1/decisions/summary", "/admin/v1/admission",
+		"/admin/v1/capacity", "/metrics"} {
+		code, body := r.get(t, path, adminToken)
+		require.Equal(t, http.StatusOK, code, path)
+		surfaces[path] = body
+	}
+	req, _ := http.NewRequest(http.MethodGet, r.http.URL+"/readyz", nil)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	r.wait(t, 1)
+	surfaces["/readyz"] = string(b)
+
+	require.Contains(t, surfaces["logs"], "level=INFO msg=request", "the text handler wrote the access log")
+	require.Contains(t, surfaces["logs"], `"msg":"request"`, "the JSON handler wrote it too")
+	require.Contains(t, surfaces["logs"], "handler panic")
+	require.Contains(t, surfaces["jsonl"], `"outcome":"internal_error"`, "the panics are in the sink")
+	require.Contains(t, surfaces["/metrics"], `outcome="internal_error"`)
+	require.GreaterOrEqual(t, strings.Count(surfaces["jsonl"], "\n"), 14, "every front-door request has its line")
+
+	secrets := []string{callerToken, adminToken, upstreamKey, promptMarker, responseMarker, metricMarker, metricHelp,
+		"vllm:num_requests", "planted_info", plantedPanic, "connection refused", "dial tcp", "127.0.0.1:"}
+	for _, m := range ms {
+		secrets = append(secrets, strings.TrimPrefix(m.URL(), "http://"))
+	}
+	secrets = append(secrets, strings.TrimPrefix(hosted.srv.URL, "http://"))
+	routerAddr := strings.TrimPrefix(r.http.URL, "http://")
 	for name, text := range surfaces {
-		assert.NotContains(t, text, callerToken, name)
-		assert.NotContains(t, text, adminToken, name)
-		assert.NotContains(t, text, prompt, name)
-		for _, m := range ms {
-			assert.NotContains(t, text, strings.TrimPrefix(m.URL(), "http://"), name)
+		for _, secret := range secrets {
+			if secret == "127.0.0.1:" && name == "logs" {
+				// The log names the router's own listener nowhere here (httptest serves it), so any
+				// loopback address in the logs would be a member's.
+				assert.NotContains(t, strings.ReplaceAll(text, routerAddr, ""), secret, "%s leaks %q", name, secret)
+				continue
+			}
+			assert.NotContains(t, text, secret, "%s leaks %q", name, secret)
 		}
 	}
 }

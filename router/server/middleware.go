@@ -43,8 +43,9 @@ func bearer(c *gin.Context) (string, bool) {
 	return token, token != ""
 }
 
-// authenticate guards every path under /v1 with the caller tokens and every path under /admin with the
-// admin token (none configured: every admin request is refused), whether or not a route exists there.
+// authenticate guards every path under /v1 with the caller tokens and every path under /admin, and
+// /metrics, with the admin token (none configured: every admin request is refused), whether or not a
+// route exists there.
 // A refusal is logged at info with the request ID and the matched route pattern, never the token, the
 // path the caller wrote or the body.
 func (s *Server) authenticate() gin.HandlerFunc {
@@ -60,6 +61,8 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			secrets, scope = callers, "front"
 		case p == "/admin" || strings.HasPrefix(p, "/admin/"):
 			secrets, refusal, scope = admin, errForbiddenAdmin, "admin"
+		case p == "/metrics" || strings.HasPrefix(p, "/metrics/"):
+			secrets, refusal, scope = admin, errForbiddenAdmin, "metrics"
 		default:
 			c.Next()
 			return

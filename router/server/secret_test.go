@@ -16,7 +16,7 @@ import (
 	"github.com/anvil-llm/anvil/router/server"
 )
 
-const upstreamKey = "sk-proj-Q7vLm2Xa9RtBk4WzHn3"
+const hostedKey = "sk-proj-Q7vLm2Xa9RtBk4WzHn3"
 
 // TestUpstreamKeyNeverReachesCallers: a hosted upstream behind a direct tier with api_key_env echoes
 // the key it was sent, whole and in OpenAI's masked form, in every kind of error. The caller sees a
@@ -54,7 +54,7 @@ tiers:
 `, hosted.URL)
 	cfg, err := load.Parse([]byte(yaml), func(k string) (string, bool) {
 		if k == "HOSTED_KEY" {
-			return upstreamKey, true
+			return hostedKey, true
 		}
 		return env(k)
 	})
@@ -79,7 +79,7 @@ tiers:
 	status, body := ask(false)
 	assert.Equal(t, http.StatusBadGateway, status)
 	assert.Contains(t, body, "the upstream server refused the router's credentials")
-	assert.Equal(t, upstreamKey, got.Load(), "the upstream was sent its key")
+	assert.Equal(t, hostedKey, got.Load(), "the upstream was sent its key")
 
 	mode.Store(1)
 	status, body2 := ask(false)
@@ -93,7 +93,7 @@ tiers:
 	assert.Contains(t, body3, "the upstream server returned an error")
 
 	for _, b := range []string{body, body2, body3} {
-		assert.NotContains(t, b, upstreamKey[len(upstreamKey)-4:], "no part of the key: %s", b)
-		assert.NotContains(t, b, upstreamKey[:8])
+		assert.NotContains(t, b, hostedKey[len(hostedKey)-4:], "no part of the key: %s", b)
+		assert.NotContains(t, b, hostedKey[:8])
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/health"
@@ -34,6 +35,7 @@ import (
 // it with Close.
 type Server struct {
 	cfg       config.Config
+	opts      Options
 	log       *slog.Logger
 	router    *routing.Router
 	prober    *readiness.Prober
@@ -41,6 +43,9 @@ type Server struct {
 	relay     *relay.Relay
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
+	metrics   *metrics
+	plan      []capacity.TierSpec // the configuration's tiers, as the views check them
+	sources   capacity.Sources    // the runtime owners the views read: admission, pressure, readiness, decisions
 	engine    *gin.Engine
 	bodies    *budget // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
 	clock     func() time.Time
@@ -58,18 +63,29 @@ type Options struct {
 	// Now is the clock of request timings, decision records and the decision sink's health; nil =
 	// time.Now. Tests give a manual clock.
 	Now func() time.Time
+	// MetricsListener, when set, is where Serve serves /metrics alone, without a token, instead of
+	// binding the config's metrics.listen; Serve closes it. For tests and embedders that bind their
+	// own listeners.
+	MetricsListener net.Listener
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
 // Start (or Serve) starts the background work, Close stops it.
 func New(cfg config.Config, opts Options) (*Server, error) {
+	return newServer(cfg, opts, nil)
+}
+
+// newServer is New with a seam for tests (export_test.go): view wraps the sources the capacity
+// views and the collector read, so a test can watch or fail every read.
+func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capacity.Sources) (*Server, error) {
 	log := opts.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
-	s := &Server{cfg: cfg, log: log, clock: opts.Now, bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
+	s := &Server{cfg: cfg, opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), plan: capacity.Plan(cfg),
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -81,7 +97,7 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
-		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{}); err != nil {
+		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{Observe: s.metrics.scraped}); err != nil {
 			return nil, fmt.Errorf("server: pressure cache: %w", err)
 		}
 		source = s.pressure
@@ -97,6 +113,15 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 	}
 	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
 		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
+	s.sources = capacity.Sources{Admission: s.router.Admission(), Health: healthNow{s.router, s.now},
+		Readiness: s.prober.State(), Decisions: s.decisions}
+	if s.pressure != nil { // a nil *Cache in the interface would not read as "no cache"
+		s.sources.Pressure = s.pressure
+	}
+	if view != nil {
+		s.sources = view(s.sources)
+	}
+	s.metrics.watch(s.plan, s.sources, s.pressure)
 	s.engine = s.routes()
 	return s, nil
 }
@@ -218,8 +243,13 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/embeddings", s.proxy(routing.Embeddings))
 	v1.GET("/models", s.models)
 
+	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);
+	// metrics.listen serves it without one on a second, private address.
+	e.GET("/metrics", gin.WrapH(s.metrics.handler(s.log)))
+
 	a := e.Group("/admin/v1")
 	a.GET("/admission", s.admissionState)
+	a.GET("/capacity", s.capacityState)
 	a.GET("/decisions", s.recentDecisions)
 	a.GET("/decisions/summary", s.decisionSummary)
 	a.POST("/transition", s.transition)
@@ -252,6 +282,16 @@ func (s *Server) Handler() http.Handler { return s.engine }
 // Decisions returns the decision log.
 func (s *Server) Decisions() *decisionlog.Log { return s.decisions }
 
+// healthNow reads the router's passive health at the server's clock, for the views.
+type healthNow struct {
+	router *routing.Router
+	now    func() time.Time
+}
+
+func (h healthNow) Health(tier string) ([]health.MemberHealth, error) {
+	return h.router.Health(tier, h.now())
+}
+
 // Admission returns the admission set.
 func (s *Server) Admission() *admission.Set { return s.router.Admission() }
 
@@ -272,7 +312,15 @@ func (s *Server) Start() { s.decisions.Start() }
 // the background workers. Requests still running when the grace ends are cut: their contexts end with
 // the cause relay.ErrShutdown, so each answers its caller (a 503, or an in-band error event mid-stream)
 // and is recorded as outcome shutdown; then the remaining connections are closed.
+// With metrics.listen (or Options.MetricsListener) it also serves /metrics
+// alone, without a token, on that second listener, and stops it with the first.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	mln, err := s.metricsListener()
+	if err != nil {
+		_ = ln.Close()
+		_ = s.Close()
+		return err
+	}
 	workers, stopWorkers := context.WithCancel(context.Background())
 	defer stopWorkers()
 	s.Start()
@@ -300,8 +348,8 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 	}()
 	s.log.Info("serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS().Enabled())
+	stopMetrics := s.serveMetrics(ctx, mln)
 
-	var err error
 	select {
 	case err = <-served:
 		_ = srv.Close() // the listener failed: drop what is left, then wind down like a shutdown
@@ -321,6 +369,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		}
 		<-served
 	}
+	stopMetrics()
 	// Closed connections cancel their requests, but handlers still release leases and write their
 	// decision records; the sink closes only after the last one.
 	s.waitHandlers()
@@ -333,6 +382,53 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		err = nil
 	}
 	return err
+}
+
+// metricsListener is the listener of the metrics-only server: the one the options hand over, else
+// metrics.listen bound now, else none.
+func (s *Server) metricsListener() (net.Listener, error) {
+	if s.opts.MetricsListener != nil {
+		return s.opts.MetricsListener, nil
+	}
+	addr := s.cfg.Metrics().Listen
+	if addr == "" {
+		return nil, nil
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("server: metrics listener: %w", err)
+	}
+	return ln, nil
+}
+
+// serveMetrics serves GET /metrics alone on ln (nil: nothing) and returns the function that stops it.
+// It carries no admin token: metrics.listen is meant for a private interface.
+func (s *Server) serveMetrics(ctx context.Context, ln net.Listener) (stop func()) {
+	if ln == nil {
+		return func() {}
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", s.metrics.handler(s.log))
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
+		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			s.log.Error("metrics listener failed")
+		}
+	}()
+	s.log.Info("serving metrics", "addr", ln.Addr().String())
+	return func() {
+		grace, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if srv.Shutdown(grace) != nil {
+			_ = srv.Close()
+		}
+		<-done
+	}
 }
 
 // handlerDrainBound bounds how long shutdown waits for handlers whose connections were already closed;

@@ -11,7 +11,8 @@
 //     label or error escapes.
 //   - cache.go: Cache. It reads the clock outside its lock, holds the lock only around Core calls, and
 //     runs at most two worker goroutines for the whole cache, started lazily on the first scheduled
-//     refresh.
+//     refresh. An optional observer hears each completed scrape (tier, member, class, duration) for
+//     metrics; Peek and Pending read without scheduling anything.
 //
 // The parser lives here rather than beside the core because expfmt links net/http: the core, and the
 // simulator that drives it, stay free of it.
@@ -40,14 +41,29 @@ type Options struct {
 	// a worker, outside any lock, with a context that expires after pressure.FetchTimeout
 	// and is cancelled by Close.
 	Fetch func(ctx context.Context, job pressure.Job) (pressure.Sample, pressure.Class)
+	// Observe, when set, hears every completed scrape of an open cache: for metrics. It
+	// runs on the worker after the result is published, outside the lock, and must not
+	// block.
+	Observe func(Scrape)
+}
+
+// Scrape is what one completed collection tells an observer: whose, how it ended and how long it
+// took. No URL, metric text or error is in it.
+type Scrape struct {
+	Tier, Member string
+	// Class is the collection's final class: a fetch that timed out, was cancelled or
+	// completed past pressure.FetchTimeout is pressure.ClassFailed, as the core publishes it.
+	Class    pressure.Class
+	Duration time.Duration // from the job's start to its completion
 }
 
 // Cache is the production pressure cache: a pressure.Core behind one mutex, plus at most
 // MaxWorkers worker goroutines started lazily by the first refresh it schedules.
 // Snapshot and Peek never wait for collection. It is safe for concurrent use.
 type Cache struct {
-	now   func() time.Time
-	fetch func(context.Context, pressure.Job) (pressure.Sample, pressure.Class)
+	now     func() time.Time
+	fetch   func(context.Context, pressure.Job) (pressure.Sample, pressure.Class)
+	observe func(Scrape) // nil: nobody listens
 
 	mu      sync.Mutex
 	work    *sync.Cond // signalled when refreshes are queued and when the cache closes
@@ -65,7 +81,7 @@ func NewCache(tiers []pressure.TierSpec, client *http.Client, opts Options) (*Ca
 	if err != nil {
 		return nil, err
 	}
-	c := &Cache{now: opts.Now, fetch: opts.Fetch, core: core}
+	c := &Cache{now: opts.Now, fetch: opts.Fetch, observe: opts.Observe, core: core}
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -112,6 +128,14 @@ func (c *Cache) Peek(tier string) (map[string]scheduler.Pressure, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.core.Peek(tier, now)
+}
+
+// Pending returns how many members have a refresh queued or running; it never exceeds the
+// registered membership. Reading it schedules nothing: for metrics and tests.
+func (c *Cache) Pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.Pending()
 }
 
 // Refreshed returns a channel closed when the next refresh (of any member) completes, successful or
@@ -180,7 +204,15 @@ func (c *Cache) worker(slot int) {
 			close(c.done)
 			c.done = nil
 		}
+		closed := c.core.Closed()
 		c.mu.Unlock()
+		if c.observe != nil && !closed {
+			took := done.Sub(job.Started)
+			if took > pressure.FetchTimeout {
+				cl = pressure.ClassFailed // the core published it failed: overdue
+			}
+			c.observe(Scrape{Tier: job.Tier, Member: job.Member, Class: cl, Duration: took})
+		}
 	}
 }
 

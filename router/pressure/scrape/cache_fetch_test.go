@@ -57,9 +57,11 @@ func TestCacheDefaultFetch(t *testing.T) {
 		m := snap(t, c, "chat")
 		assert.Equal(t, freshBusy(t), m["ok"])
 		assert.Equal(t, mustPressure(t, scheduler.FreshnessFresh, 900_000, true, scheduler.SignalMissing, scheduler.SignalValid), m["legacy-kv"])
-		for _, id := range []string{"garbage", "missing", "nan", "other"} {
+		for _, id := range []string{"garbage", "missing", "other"} {
 			assert.Equal(t, scheduler.UnknownPressure(), m[id], id)
 		}
+		// A NaN series is invalid, never missing: the evidence says what the page held.
+		assert.Equal(t, mustPressure(t, scheduler.FreshnessUnknown, 0, false, scheduler.SignalInvalid, scheduler.SignalMissing), m["nan"])
 		for _, id := range []string{"error", "down"} {
 			assert.Equal(t, failed(t), m[id], id)
 		}

@@ -417,3 +417,72 @@ func TestRefreshedAnnouncesEachCompletion(t *testing.T) {
 		<-second
 	})
 }
+
+// observed collects what an Options.Observe hook hears.
+type observed struct {
+	mu   sync.Mutex
+	seen []scrape.Scrape
+}
+
+func (o *observed) observe(s scrape.Scrape) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.seen = append(o.seen, s)
+}
+
+func (o *observed) sorted() []scrape.Scrape {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	out := slices.Clone(o.seen)
+	slices.SortFunc(out, func(a, b scrape.Scrape) int { return strings.Compare(a.Member, b.Member) })
+	return out
+}
+
+// TestCacheObserverHearsEveryCompletedScrape: the hook hears each completion with its final class
+// (a completion past the fetch timeout is failed, as the core publishes it) and its duration; a
+// cache that is closed reports nothing more; Peek and Pending never cause a scrape.
+func TestCacheObserverHearsEveryCompletedScrape(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		col := newCollector(true)
+		obs := &observed{}
+		c, err := scrape.NewCache([]pressure.TierSpec{tier("chat", "a", "b", "c")}, nil,
+			scrape.Options{Fetch: col.fetch, Observe: obs.observe})
+		require.NoError(t, err)
+		defer c.Close()
+
+		_, err = c.Peek("chat")
+		require.NoError(t, err)
+		assert.Zero(t, c.Pending(), "a peek schedules nothing")
+		assert.Empty(t, col.take())
+
+		snap(t, c, "chat")
+		assert.Equal(t, 3, c.Pending())
+		calls := col.take()
+		require.Len(t, calls, 2, "two workers")
+		advance(300 * time.Millisecond)
+		calls[0].reply <- reply{busy, pressure.ClassOK}
+		calls[1].reply <- reply{pressure.Sample{Running: scheduler.MalformedMetric()}, pressure.ClassUnknown}
+		third := col.take()
+		require.Len(t, third, 1)
+		advance(1100 * time.Millisecond)
+		third[0].reply <- reply{busy, pressure.ClassOK} // late: published failed
+		synctest.Wait()
+		assert.Zero(t, c.Pending())
+		assert.Equal(t, []scrape.Scrape{
+			{Tier: "chat", Member: "a", Class: pressure.ClassOK, Duration: 300 * time.Millisecond},
+			{Tier: "chat", Member: "b", Class: pressure.ClassUnknown, Duration: 300 * time.Millisecond},
+			{Tier: "chat", Member: "c", Class: pressure.ClassFailed, Duration: 1100 * time.Millisecond},
+		}, obs.sorted())
+
+		advance(time.Second)
+		snap(t, c, "chat")
+		pending := col.take()
+		require.NotEmpty(t, pending)
+		c.Close()
+		for _, p := range pending {
+			p.reply <- reply{busy, pressure.ClassOK}
+		}
+		synctest.Wait()
+		assert.Len(t, obs.sorted(), 3, "nothing is reported after Close")
+	})
+}

@@ -15,10 +15,3 @@ func (c *Cache) Queued() int {
 	defer c.mu.Unlock()
 	return c.core.Queued()
 }
-
-// Pending returns how many members have a refresh queued or running.
-func (c *Cache) Pending() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.core.Pending()
-}

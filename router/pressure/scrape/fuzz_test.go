@@ -11,8 +11,9 @@ import (
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
-// FuzzParse: Parse never panics, only ClassOK carries values, and accepted values
-// are exactly what the normalizer treats as valid signals.
+// FuzzParse: Parse never panics, a malformed signal carries no value, accepted values
+// are exactly what the normalizer treats as valid signals, and the class is OK exactly
+// when some signal is valid and none malformed.
 func FuzzParse(f *testing.F) {
 	pages, err := filepath.Glob(filepath.Join("testdata", "*.txt"))
 	if err != nil {
@@ -31,28 +32,32 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte("vllm:num_requests_running{model_name=\"m\"} 1e9\n"), "m")
 	f.Fuzz(func(t *testing.T, body []byte, model string) {
 		s, cl := scrape.Parse(body, model)
-		if cl != pressure.ClassOK {
-			if cl != pressure.ClassUnknown {
-				t.Fatalf("Parse returned class %v; it never fails a collection", cl)
-			}
-			if s != (pressure.Sample{}) {
-				t.Fatalf("non-OK class carries values: %+v", s)
-			}
-			return
+		if cl != pressure.ClassOK && cl != pressure.ClassUnknown {
+			t.Fatalf("Parse returned class %v; it never fails a collection", cl)
 		}
-		if !s.Running.Present && !s.Waiting.Present && !s.KVUsage.Present {
-			t.Fatal("ClassOK without any signal")
-		}
-		for _, m := range []scheduler.Metric{s.Running, s.Waiting} {
-			if m.Present && (!(m.Value >= 0 && m.Value <= scheduler.MaxRequestCount) || math.Trunc(m.Value) != m.Value) {
+		signals := []scheduler.Metric{s.Running, s.Waiting, s.KVUsage}
+		malformed, valid := false, false
+		for i, m := range signals {
+			switch {
+			case m.Malformed:
+				if m != scheduler.MalformedMetric() {
+					t.Fatalf("a malformed signal carries a value: %+v", m)
+				}
+				malformed = true
+			case !m.Present:
+				if m.Value != 0 {
+					t.Fatal("absent metric carries a value")
+				}
+			case i < 2 && (!(m.Value >= 0 && m.Value <= scheduler.MaxRequestCount) || math.Trunc(m.Value) != m.Value):
 				t.Fatalf("invalid count accepted: %v", m.Value)
-			}
-			if !m.Present && m.Value != 0 {
-				t.Fatal("absent metric carries a value")
+			case i == 2 && !(m.Value >= 0 && m.Value <= 1):
+				t.Fatalf("invalid KV accepted: %v", m.Value)
+			default:
+				valid = true
 			}
 		}
-		if kv := s.KVUsage; kv.Present && !(kv.Value >= 0 && kv.Value <= 1) {
-			t.Fatalf("invalid KV accepted: %v", kv.Value)
+		if want := valid && !malformed; (cl == pressure.ClassOK) != want {
+			t.Fatalf("class %v for a sample with valid=%t malformed=%t", cl, valid, malformed)
 		}
 	})
 }

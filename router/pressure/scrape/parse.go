@@ -25,8 +25,8 @@ const (
 )
 
 // Parse reads a Prometheus text exposition page and extracts the served model's
-// pressure. It is pure and total: any input yields a pressure.Sample and a pressure.Class, never a
-// panic, and only pressure.ClassOK carries values.
+// pressure. It is pure and total: any input yields a pressure.Sample and a
+// pressure.Class, never a panic.
 //
 // For each signal it keeps the series whose model_name label equals servedModel
 // exactly and aggregates over the remaining labels (vLLM's engine label, one series
@@ -35,6 +35,13 @@ const (
 // conservative reading. The KV signal is vllm:kv_cache_usage_perc, or
 // vllm:gpu_cache_usage_perc only when the current name has no series for the model.
 // HELP text and timestamps are ignored.
+//
+// Each signal is read on its own and comes out valid (its value), missing (no series
+// for the model) or malformed (scheduler.MalformedMetric, no value: a family of the
+// wrong metric type, a NaN, infinite, negative, fractional or out-of-range value,
+// duplicate series, a repeated label name or too many series). The class follows:
+// pressure.ClassOK when at least one signal is valid and none malformed, otherwise
+// pressure.ClassUnknown. A page that does not parse at all carries no signal.
 func Parse(body []byte, servedModel string) (pressure.Sample, pressure.Class) {
 	if servedModel == "" {
 		return pressure.Sample{}, pressure.ClassUnknown
@@ -47,62 +54,73 @@ func Parse(body []byte, servedModel string) (pressure.Sample, pressure.Class) {
 	if err != nil {
 		return pressure.Sample{}, pressure.ClassUnknown
 	}
-	var s pressure.Sample
-	var ok bool
-	if s.Running, ok = countSignal(families[metricRunning], servedModel); !ok {
-		return pressure.Sample{}, pressure.ClassUnknown
-	}
-	if s.Waiting, ok = countSignal(families[metricWaiting], servedModel); !ok {
-		return pressure.Sample{}, pressure.ClassUnknown
-	}
-	if s.KVUsage, ok = kvSignal(families[metricKVUsage], servedModel); !ok {
-		return pressure.Sample{}, pressure.ClassUnknown
+	s := pressure.Sample{
+		Running: countSignal(families[metricRunning], servedModel),
+		Waiting: countSignal(families[metricWaiting], servedModel),
+		KVUsage: kvSignal(families[metricKVUsage], servedModel),
 	}
 	if !s.KVUsage.Present {
-		if s.KVUsage, ok = kvSignal(families[metricKVLegacy], servedModel); !ok {
-			return pressure.Sample{}, pressure.ClassUnknown
+		s.KVUsage = kvSignal(families[metricKVLegacy], servedModel)
+	}
+	return s, classify(s)
+}
+
+// classify is the class of a parsed page's sample: usable when some signal is valid and
+// none is malformed.
+func classify(s pressure.Sample) pressure.Class {
+	valid := false
+	for _, m := range [...]scheduler.Metric{s.Running, s.Waiting, s.KVUsage} {
+		if m.Malformed {
+			return pressure.ClassUnknown
 		}
+		valid = valid || m.Present
 	}
-	if !s.Running.Present && !s.Waiting.Present && !s.KVUsage.Present {
-		return pressure.Sample{}, pressure.ClassUnknown
+	if !valid {
+		return pressure.ClassUnknown
 	}
-	return s, pressure.ClassOK
+	return pressure.ClassOK
 }
 
 // countSignal sums a request-count family over the model's series. Each value must
 // be a finite non-negative integer and the sum at most scheduler.MaxRequestCount.
-func countSignal(mf *dto.MetricFamily, servedModel string) (scheduler.Metric, bool) {
+func countSignal(mf *dto.MetricFamily, servedModel string) scheduler.Metric {
 	values, ok := modelValues(mf, servedModel)
-	if !ok || len(values) == 0 {
-		return scheduler.Metric{}, ok
+	if !ok {
+		return scheduler.MalformedMetric()
+	}
+	if len(values) == 0 {
+		return scheduler.Metric{}
 	}
 	sum := 0.0
 	for _, v := range values {
 		if !(v >= 0 && v <= scheduler.MaxRequestCount) || math.Trunc(v) != v {
-			return scheduler.Metric{}, false
+			return scheduler.MalformedMetric()
 		}
-		sum += v // at most 16 engines' worth of integers below 2^53: exact
+		sum += v // at most 64 engines' worth of integers below 2^53: exact
 	}
 	if sum > scheduler.MaxRequestCount {
-		return scheduler.Metric{}, false
+		return scheduler.MalformedMetric()
 	}
-	return scheduler.Metric{Value: sum, Present: true}, true
+	return scheduler.Metric{Value: sum, Present: true}
 }
 
 // kvSignal takes the largest engine's KV usage fraction; each must be in 0..1.
-func kvSignal(mf *dto.MetricFamily, servedModel string) (scheduler.Metric, bool) {
+func kvSignal(mf *dto.MetricFamily, servedModel string) scheduler.Metric {
 	values, ok := modelValues(mf, servedModel)
-	if !ok || len(values) == 0 {
-		return scheduler.Metric{}, ok
+	if !ok {
+		return scheduler.MalformedMetric()
+	}
+	if len(values) == 0 {
+		return scheduler.Metric{}
 	}
 	high := 0.0
 	for _, v := range values {
 		if !(v >= 0 && v <= 1) {
-			return scheduler.Metric{}, false
+			return scheduler.MalformedMetric()
 		}
 		high = max(high, v)
 	}
-	return scheduler.Metric{Value: high, Present: true}, true
+	return scheduler.Metric{Value: high, Present: true}
 }
 
 // maxSeriesPerModel bounds how many series of one family a model may have; vLLM

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -118,9 +119,10 @@ func TestParsePartialSignals(t *testing.T) {
 	}
 }
 
-func TestParseInvalidIsUnknown(t *testing.T) {
-	run, wait, kv := "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"
-	valid := gauge(wait, "1") + gauge(kv, "0.5")
+// TestParseUnreadablePagesCarryNothing: a page that does not parse has no signal at all,
+// so every signal is missing (not invalid: nothing could be read).
+func TestParseUnreadablePagesCarryNothing(t *testing.T) {
+	run := "vllm:num_requests_running"
 	tests := []struct {
 		name string
 		page string
@@ -130,31 +132,99 @@ func TestParseInvalidIsUnknown(t *testing.T) {
 		{"syntax error", "vllm:num_requests_running{engine=\"0\" 1 2 three\n"},
 		{"bad value", run + " three\n"},
 		{"truncated line", run + `{model_name="` + llama},
-		{"NaN running", gauge(run, "NaN") + valid},
-		{"+Inf running", gauge(run, "+Inf") + valid},
-		{"-Inf waiting", gauge(run, "1") + gauge(wait, "-Inf")},
-		{"negative running", gauge(run, "-1") + valid},
-		{"fractional running", gauge(run, "1.5") + valid},
-		{"count above 1e9", gauge(run, "1000000001") + valid},
-		{"sum above 1e9", gauge(run, "600000000", "600000000") + valid},
-		{"NaN KV", gauge(run, "1") + gauge(wait, "1") + gauge(kv, "NaN")},
-		{"KV above 1", gauge(run, "1") + gauge(wait, "1") + gauge(kv, "1.01")},
-		{"negative KV", gauge(run, "1") + gauge(wait, "1") + gauge(kv, "-0.1")},
-		{"invalid current KV does not fall back", gauge(kv, "2") + gauge("vllm:gpu_cache_usage_perc", "0.5") + gauge(run, "1")},
-		{"invalid legacy KV", gauge("vllm:gpu_cache_usage_perc", "Inf") + gauge(run, "1")},
-		{"duplicate series", run + `{engine="0",model_name="` + llama + `"} 1` + "\n" +
-			run + `{model_name="` + llama + `",engine="0"} 1` + "\n"},
-		{"repeated label name", run + `{model_name="` + llama + `",model_name="` + llama + `"} 1` + "\n"},
-		{"counter typed running", "# TYPE " + run + " counter\n" + run + `{model_name="` + llama + `"} 1` + "\n"},
-		{"histogram typed KV", "# TYPE " + kv + " histogram\n" + kv + `_count{model_name="` + llama + `"} 1` + "\n" + gauge(run, "1")},
 		{"duplicate TYPE line", gauge(run, "1") + "# TYPE " + run + " gauge\n"},
 		{"binary garbage", "\x00\xff\xfe{}}}"},
+		{"repeated label name", run + `{model_name="` + llama + `",model_name="` + llama + `"} 1` + "\n"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, cl := scrape.Parse([]byte(tt.page), llama)
 			assert.Equal(t, pressure.ClassUnknown, cl)
-			assert.Zero(t, got, "no values survive an unknown page")
+			assert.Zero(t, got, "an unreadable page carries no signal")
+		})
+	}
+}
+
+// TestParseMalformedSignalsAreInvalid: a page that parses but holds a malformed pressure series is
+// unknown, and the sample marks exactly that signal malformed (no raw value kept), keeping the other
+// signals as read, so the normalized pressure says "invalid" where the page was wrong and "missing"
+// only where it was silent.
+func TestParseMalformedSignalsAreInvalid(t *testing.T) {
+	run, wait, kv := "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"
+	bad := scheduler.MalformedMetric()
+	valid := gauge(wait, "1") + gauge(kv, "0.5")
+	validRest := pressure.Sample{Waiting: present(1), KVUsage: present(0.5)}
+	withRunning := func(m scheduler.Metric) pressure.Sample { s := validRest; s.Running = m; return s }
+	tests := []struct {
+		name string
+		page string
+		want pressure.Sample
+	}{
+		{"NaN running", gauge(run, "NaN") + valid, withRunning(bad)},
+		{"+Inf running", gauge(run, "+Inf") + valid, withRunning(bad)},
+		{"-Inf waiting", gauge(run, "1") + gauge(wait, "-Inf"), pressure.Sample{Running: present(1), Waiting: bad}},
+		{"negative running", gauge(run, "-1") + valid, withRunning(bad)},
+		{"fractional running", gauge(run, "1.5") + valid, withRunning(bad)},
+		{"count above 1e9", gauge(run, "1000000001") + valid, withRunning(bad)},
+		{"sum above 1e9", gauge(run, "600000000", "600000000") + valid, withRunning(bad)},
+		{"NaN in one engine of two", gauge(run, "1", "NaN") + valid, withRunning(bad)},
+		{"NaN KV", gauge(run, "1") + gauge(wait, "1") + gauge(kv, "NaN"), pressure.Sample{Running: present(1), Waiting: present(1), KVUsage: bad}},
+		{"KV above 1", gauge(run, "1") + gauge(wait, "1") + gauge(kv, "1.01"), pressure.Sample{Running: present(1), Waiting: present(1), KVUsage: bad}},
+		{"negative KV", gauge(run, "1") + gauge(wait, "1") + gauge(kv, "-0.1"), pressure.Sample{Running: present(1), Waiting: present(1), KVUsage: bad}},
+		{"invalid current KV does not fall back", gauge(kv, "2") + gauge("vllm:gpu_cache_usage_perc", "0.5") + gauge(run, "1"),
+			pressure.Sample{Running: present(1), KVUsage: bad}},
+		{"invalid legacy KV", gauge("vllm:gpu_cache_usage_perc", "Inf") + gauge(run, "1"), pressure.Sample{Running: present(1), KVUsage: bad}},
+		{"duplicate series", run + `{engine="0",model_name="` + llama + `"} 1` + "\n" +
+			run + `{model_name="` + llama + `",engine="0"} 1` + "\n", pressure.Sample{Running: bad}},
+		{"counter typed running", "# TYPE " + run + " counter\n" + run + `{model_name="` + llama + `"} 1` + "\n" + valid, withRunning(bad)},
+		{"histogram typed KV", "# TYPE " + kv + " histogram\n" + kv + `_count{model_name="` + llama + `"} 1` + "\n" + gauge(run, "1"),
+			pressure.Sample{Running: present(1), KVUsage: bad}},
+		{"every signal malformed", gauge(run, "NaN") + gauge(wait, "-1") + gauge(kv, "+Inf"), pressure.Sample{Running: bad, Waiting: bad, KVUsage: bad}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, cl := scrape.Parse([]byte(tt.page), llama)
+			assert.Equal(t, pressure.ClassUnknown, cl)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+// TestMalformedSeriesNormalizesInvalid follows a malformed page through normalization: the member's
+// pressure is unknown with the malformed signal invalid, never missing.
+func TestMalformedSeriesNormalizesInvalid(t *testing.T) {
+	run, wait, kv := "vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc"
+	job := pressure.Job{Tier: "chat", Member: "a", Started: time.Unix(100, 0), Capacity: 4}
+	tests := []struct {
+		name    string
+		page    string
+		req, kv scheduler.SignalState
+	}{
+		{"NaN running, KV valid", gauge(run, "NaN") + gauge(wait, "0") + gauge(kv, "0.5"), scheduler.SignalInvalid, scheduler.SignalValid},
+		{"negative KV, requests valid", gauge(run, "1") + gauge(wait, "0") + gauge(kv, "-1"), scheduler.SignalValid, scheduler.SignalInvalid},
+		{"wrong type waiting, KV missing", gauge(run, "1") + "# TYPE " + wait + " counter\n" + wait + `{model_name="` + llama + `"} 1` + "\n",
+			scheduler.SignalInvalid, scheduler.SignalMissing},
+		{"unreadable page", "garbage{", scheduler.SignalMissing, scheduler.SignalMissing},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, cl := scrape.Parse([]byte(tt.page), llama)
+			c, err := pressure.NewCore([]pressure.TierSpec{{ID: "chat", ServedModel: llama, Members: []pressure.MemberSpec{
+				{ID: "a", Endpoint: "http://127.0.0.1:9001", Capacity: 4}, {ID: "b", Endpoint: "http://127.0.0.1:9002", Capacity: 4}}}})
+			require.NoError(t, err)
+			_, err = c.Snapshot("chat", job.Started)
+			require.NoError(t, err)
+			j, ok := c.Next(job.Started)
+			require.True(t, ok)
+			c.Complete(j, job.Started, s, cl)
+			got, err := c.Peek("chat", job.Started)
+			require.NoError(t, err)
+			p := got[j.Member]
+			assert.Equal(t, scheduler.FreshnessUnknown, p.Freshness())
+			assert.Equal(t, tt.req, p.RequestState())
+			assert.Equal(t, tt.kv, p.KVState())
+			_, has := p.PPM()
+			assert.False(t, has)
 		})
 	}
 }

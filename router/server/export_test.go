@@ -1,0 +1,22 @@
+package server
+
+import (
+	"net"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/anvil-llm/anvil/router/capacity"
+	"github.com/anvil-llm/anvil/router/config"
+)
+
+// NewWithViews is New with the views' sources wrapped by view: tests watch (or fail) every read the
+// capacity JSON and the metrics collector make.
+func NewWithViews(cfg config.Config, opts Options, view func(capacity.Sources) capacity.Sources) (*Server, error) {
+	return newServer(cfg, opts, view)
+}
+
+// Registry is the server's own Prometheus registry.
+func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
+
+// BindMetrics binds the metrics listener as Serve would.
+func (s *Server) BindMetrics() (net.Listener, error) { return s.metricsListener() }

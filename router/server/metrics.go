@@ -1,0 +1,171 @@
+package server
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+	"strconv"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/capacity"
+	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/ident"
+	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
+	"github.com/anvil-llm/anvil/router/routing"
+)
+
+// metrics is the router's own Prometheus registry (never the global one) and the instruments the
+// server records events into. State (admission, telemetry, readiness, the decision log's counters)
+// is not recorded here: router/capacity's collector reads it at scrape time.
+//
+// Every label value is a configured ID, an enum name or a status class, so the label sets are
+// bounded by the configuration: no path, request ID, address or caller string becomes a label.
+type metrics struct {
+	registry      *prometheus.Registry
+	requests      *prometheus.CounterVec   // alias, tier, member, outcome, status_class
+	duration      *prometheus.HistogramVec // tier, member
+	firstByte     *prometheus.HistogramVec // tier, member
+	attempts      *prometheus.CounterVec   // tier, member
+	refusals      *prometheus.CounterVec   // tier, reason
+	queueWait     *prometheus.HistogramVec // tier
+	scrapes       *prometheus.CounterVec   // tier, member, result
+	scrapeSeconds *prometheus.HistogramVec // tier
+}
+
+// requestBuckets are the request histograms' bounds in seconds: LLM requests run from milliseconds
+// (a refusal upstream) to minutes (a long generation).
+func requestBuckets() []float64 {
+	return []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600}
+}
+
+// scrapeBuckets are the scrape histogram's bounds: a scrape is bounded by its 1 s timeout.
+func scrapeBuckets() []float64 {
+	return []float64{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+}
+
+func newMetrics() *metrics {
+	m := &metrics{
+		registry: prometheus.NewRegistry(),
+		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_requests_total",
+			Help: "Finished front-door requests, by the decision record's alias, tier, member, outcome and status class."},
+			[]string{"alias", "tier", "member", "outcome", "status_class"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "anvil_router_request_duration_seconds",
+			Help: "Duration of requests that made their upstream attempt, from arrival to the end of the response.", Buckets: requestBuckets()},
+			[]string{"tier", "member"}),
+		firstByte: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "anvil_router_request_first_byte_seconds",
+			Help: "Time from the start of the upstream attempt to its first response byte.", Buckets: requestBuckets()},
+			[]string{"tier", "member"}),
+		attempts: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_upstream_attempts_total",
+			Help: "Upstream attempts (at most one per request; never a retry)."}, []string{"tier", "member"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_admission_refusals_total",
+			Help: "Requests admission refused without reserving anything, by reason."}, []string{"tier", "reason"}),
+		queueWait: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "anvil_router_admission_queue_wait_seconds",
+			Help: "Time requests spent in a tier's admission queue, whether they were then admitted, refused at the timeout or left.", Buckets: requestBuckets()},
+			[]string{"tier"}),
+		scrapes: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_pressure_scrapes_total",
+			Help: "Completed pressure scrapes of capacity-tier members, by result (ok, failed, unknown)."},
+			[]string{"tier", "member", "result"}),
+		scrapeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "anvil_router_pressure_scrape_duration_seconds",
+			Help: "Duration of completed pressure scrapes.", Buckets: scrapeBuckets()}, []string{"tier"}),
+	}
+	m.registry.MustRegister(m.requests, m.duration, m.firstByte, m.attempts, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return m
+}
+
+// watch registers the scrape-time views: the capacity collector over the runtime owners and, when
+// there is a pressure cache, its pending-refresh gauge.
+func (m *metrics) watch(plan []capacity.TierSpec, src capacity.Sources, cache *scrape.Cache) {
+	m.registry.MustRegister(capacity.NewCollector(plan, src))
+	if cache != nil {
+		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "anvil_router_pressure_refreshes_pending",
+			Help: "Pressure refreshes queued or running (at most the capacity members)."},
+			func() float64 { return float64(cache.Pending()) }))
+	}
+}
+
+// finished records one finished request from its decision record: the record is the one outcome
+// classification, so the metrics and the decision log cannot disagree.
+func (m *metrics) finished(r decisionlog.Record) {
+	tier, member := idLabel(r.Tier), idLabel(r.Member)
+	alias := r.Alias
+	if alias != "" && !ident.ValidAlias(alias) {
+		alias = decisionlog.InvalidMarker
+	}
+	outcome := string(r.Outcome)
+	if !r.Outcome.Valid() {
+		outcome = decisionlog.InvalidMarker
+	}
+	m.requests.WithLabelValues(alias, tier, member, outcome, statusClass(r.Status)).Inc()
+	if r.Attempts == 1 {
+		m.attempts.WithLabelValues(tier, member).Inc()
+		m.duration.WithLabelValues(tier, member).Observe(r.Duration.Seconds())
+	}
+	if r.FirstByte > 0 {
+		m.firstByte.WithLabelValues(tier, member).Observe(r.FirstByte.Seconds())
+	}
+	if r.Queued > 0 {
+		m.queueWait.WithLabelValues(tier).Observe(r.Queued.Seconds())
+	}
+}
+
+// refused counts an admission refusal of a configured tier.
+func (m *metrics) refused(tier string, err error) {
+	reason := "other"
+	switch {
+	case errors.Is(err, admission.ErrQuiesced):
+		reason = "quiesced"
+	case errors.Is(err, admission.ErrQueueFull):
+		reason = "queue_full"
+	case errors.Is(err, routing.ErrQueueTimeout):
+		reason = "queue_timeout"
+	case errors.Is(err, admission.ErrExhausted):
+		reason = "exhausted"
+	}
+	m.refusals.WithLabelValues(idLabel(tier), reason).Inc()
+}
+
+// scraped is the pressure cache's observer.
+func (m *metrics) scraped(s scrape.Scrape) {
+	result := s.Class.String()
+	if s.Class != pressure.ClassOK && s.Class != pressure.ClassFailed && s.Class != pressure.ClassUnknown {
+		result = "unknown"
+	}
+	m.scrapes.WithLabelValues(idLabel(s.Tier), idLabel(s.Member), result).Inc()
+	m.scrapeSeconds.WithLabelValues(idLabel(s.Tier)).Observe(s.Duration.Seconds())
+}
+
+// idLabel keeps a label value to a safe ID, "" (none) or the invalid marker.
+func idLabel(id string) string {
+	if id == "" || ident.ValidID(id) {
+		return id
+	}
+	return decisionlog.InvalidMarker
+}
+
+// statusClass is "1xx".."5xx", or "none" when nothing was sent.
+func statusClass(status int) string {
+	if status < 100 || status > 599 {
+		return "none"
+	}
+	return strconv.Itoa(status/100) + "xx"
+}
+
+// handler serves the registry in the Prometheus text format. A collector error is logged with a fixed
+// message (never its text) and the rest of the scrape is still served.
+func (m *metrics) handler(log *slog.Logger) http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{
+		ErrorHandling: promhttp.ContinueOnError,
+		ErrorLog:      gatherLog{log},
+	})
+}
+
+// gatherLog adapts slog to promhttp's logger without passing on the error's text.
+type gatherLog struct{ log *slog.Logger }
+
+func (g gatherLog) Println(...any) { g.log.Warn("metrics gathering error") }
