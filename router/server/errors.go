@@ -89,14 +89,18 @@ type errorDetail struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    string  `json:"code"`
+	Active  *int64  `json:"active_requests,omitempty"` // drain_timeout: the scope's remaining leases
 }
 
-func abort(c *gin.Context, e apiError) {
+func abort(c *gin.Context, e apiError) { abortWith(c, e, nil) }
+
+// abortWith answers e, with the scope's remaining active requests for a drain that timed out.
+func abortWith(c *gin.Context, e apiError, active *int64) {
 	if e.status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", "1")
 	}
 	if e.status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="anvil"`)
 	}
-	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code}})
+	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code, Active: active}})
 }

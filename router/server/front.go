@@ -10,6 +10,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
 )
@@ -103,13 +104,18 @@ func (s *Server) models(c *gin.Context) {
 	c.JSON(http.StatusOK, out)
 }
 
-// readyz answers 200 once the first readiness round has completed and every replica tier has at least
-// one ready member; the body says per tier how many members are ready.
+// readyz answers 200 once the first readiness round has completed and every replica tier can
+// admit: the tier is not quiesced and at least one member is both probed ready and not quiesced.
+// A quiesced replica tier (or one whose every ready member is quiesced) is a host under
+// maintenance, so the balancer in front stops sending to it. The body says per tier how many
+// members are ready and how many of those admit.
 func (s *Server) readyz(c *gin.Context) {
 	type tierReady struct {
-		Tier    string `json:"tier"`
-		Ready   int    `json:"ready"`
-		Members int    `json:"members"`
+		Tier      string `json:"tier"`
+		State     string `json:"state"`
+		Ready     int    `json:"ready"`
+		Admitting int    `json:"admitting"`
+		Members   int    `json:"members"`
 	}
 	out := struct {
 		Ready bool        `json:"ready"`
@@ -119,13 +125,22 @@ func (s *Server) readyz(c *gin.Context) {
 		if t.Kind != config.KindReplica {
 			continue
 		}
-		tr := tierReady{Tier: t.ID, Members: len(t.Members)}
-		for _, ok := range s.prober.State().Snapshot(t.ID) {
+		adm, _ := s.router.Admission().Tier(t.ID)
+		snap := adm.Snapshot()
+		quiesced := map[string]bool{}
+		for _, m := range snap.Members {
+			quiesced[m.ID] = m.State == admission.StateQuiesced
+		}
+		tr := tierReady{Tier: t.ID, State: snap.State, Members: len(t.Members)}
+		for id, ok := range s.prober.State().Snapshot(t.ID) {
 			if ok {
 				tr.Ready++
+				if !quiesced[id] {
+					tr.Admitting++
+				}
 			}
 		}
-		if tr.Ready == 0 {
+		if tr.Admitting == 0 || snap.State != admission.StateAdmitting {
 			out.Ready = false
 		}
 		out.Tiers = append(out.Tiers, tr)
@@ -142,45 +157,27 @@ func (s *Server) admissionState(c *gin.Context) {
 	c.JSON(http.StatusOK, snapshotsJSON(s.router.Admission().Snapshots()))
 }
 
-type memberJSON struct {
-	ID             string `json:"id"`
-	State          string `json:"state"`
-	Reason         string `json:"reason,omitempty"`
-	Draining       bool   `json:"draining"`
-	Active         int64  `json:"active_requests"`
-	MaxConcurrency int64  `json:"max_concurrency"`
-}
-
-type tierJSON struct {
-	ID             string       `json:"id"`
-	Kind           string       `json:"kind"`
-	Strategy       string       `json:"strategy,omitempty"`
-	State          string       `json:"state"`
-	Reason         string       `json:"reason,omitempty"`
-	Draining       bool         `json:"draining"`
-	Active         int64        `json:"active_requests"`
-	MaxConcurrency int64        `json:"max_concurrency"`
-	Released       uint64       `json:"released"`
-	ReleaseMisuse  uint64       `json:"release_misuse"`
-	Members        []memberJSON `json:"members,omitempty"`
-}
-
-func snapshotsJSON(snaps []admission.Snapshot) []tierJSON {
-	out := make([]tierJSON, 0, len(snaps))
+func snapshotsJSON(snaps []admission.Snapshot) []manage.Tier {
+	out := make([]manage.Tier, 0, len(snaps))
 	for _, sn := range snaps {
-		t := tierJSON{ID: sn.ID, Kind: sn.Kind.String(), State: sn.State, Reason: sn.Reason,
-			Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
-			Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
-		if sn.Kind == admission.KindReplica {
-			t.Strategy = sn.Strategy.String()
-		}
-		for _, m := range sn.Members {
-			t.Members = append(t.Members, memberJSON{ID: m.ID, State: m.State, Reason: m.Reason,
-				Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
-		}
-		out = append(out, t)
+		out = append(out, tierState(sn))
 	}
 	return out
+}
+
+// tierState renders one admission snapshot for the admin API: IDs, states, reasons and counts only.
+func tierState(sn admission.Snapshot) manage.Tier {
+	t := manage.Tier{ID: sn.ID, Kind: sn.Kind.String(), State: sn.State, Reason: sn.Reason,
+		Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
+		Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
+	if sn.Kind == admission.KindReplica {
+		t.Strategy = sn.Strategy.String()
+	}
+	for _, m := range sn.Members {
+		t.Members = append(t.Members, manage.Member{ID: m.ID, State: m.State, Reason: m.Reason,
+			Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
+	}
+	return t
 }
 
 func (s *Server) now() time.Time { return time.Now() }

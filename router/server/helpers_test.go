@@ -143,9 +143,15 @@ func env(k string) (string, bool) {
 
 func startRouter(t *testing.T, yaml string) *router {
 	t.Helper()
+	return startRouterWith(t, yaml, server.Options{})
+}
+
+// startRouterWith starts a router with options (a logger, an intent file system).
+func startRouterWith(t *testing.T, yaml string, opts server.Options) *router {
+	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
+	srv, err := server.New(cfg, opts)
 	require.NoError(t, err)
 	srv.Start()
 	srv.ProbeNow(context.Background())

@@ -21,6 +21,7 @@ import (
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
@@ -39,7 +40,8 @@ type Server struct {
 	pressure  *scrape.Cache // nil when no tier uses the capacity strategy: no telemetry goroutines at all
 	relay     *relay.Relay
 	decisions *decisionlog.Log
-	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
+	sinkFile  *os.File      // the decision log's JSONL file, owned here; nil when none
+	intent    *intent.Store // nil without intent_file: quiesce intent lives in memory only
 	engine    *gin.Engine
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
@@ -49,6 +51,9 @@ type Server struct {
 // Options are the non-config dependencies of a Server.
 type Options struct {
 	Logger *slog.Logger // nil = discard
+	// IntentFS is the file system of intent_file; nil is the operating system's. Tests inject
+	// failures through it.
+	IntentFS intent.FS
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -78,10 +83,45 @@ func New(cfg config.Config, opts Options) (*Server, error) {
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.restoreIntent(opts.IntentFS); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
 		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
 	s.engine = s.routes()
 	return s, nil
+}
+
+// restoreIntent reads intent_file once, validates all of it, quiesces every configured scope it
+// names with its recorded reason, logs the valid entries it ignores, and only then enables
+// persistence and checks that the file's directory takes a write. A malformed file refuses
+// startup and is left as it is.
+func (s *Server) restoreIntent(fsys intent.FS) error {
+	path := s.cfg.IntentFile()
+	if path == "" {
+		return nil
+	}
+	if fsys == nil {
+		fsys = intent.OS{}
+	}
+	store, doc, err := intent.Load(fsys, path)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	restored, err := intent.Restore(s.router.Admission(), doc)
+	if err != nil {
+		return fmt.Errorf("server: restoring intent: %w", err)
+	}
+	for _, ig := range restored.Ignored {
+		s.log.Warn("intent entry ignored", "tier", ig.Tier, "member_id", ig.Member, "reason", ig.Reason, "why", ig.Why)
+	}
+	s.log.Info("intent restored", "tiers", restored.Tiers, "members", restored.Members)
+	if err := store.Check(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.intent = store
+	return nil
 }
 
 func transport(connect time.Duration) *http.Transport {
