@@ -30,7 +30,6 @@ func runCmd(t *testing.T, args ...string) (int, string, error) {
 	return exitCode(err), out.String(), err
 }
 
-
 // The README's first Quick start command: the demo drives a routed workload end to end and exits 0.
 func TestDemoDrivesAWorkload(t *testing.T) {
 	code, out, err := runCmd(t, "serve", "--demo", "--drive", "20")
