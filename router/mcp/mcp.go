@@ -28,13 +28,13 @@ type Transitioner interface {
 // The description's parts. MemberWording is the member-aware sentence: the catalog's compatibility
 // test removes exactly it (with the member_id property) to rebuild the member-unaware catalog.
 const (
-	descriptionBase = "Run one admission transition on the Anvil router this server is configured for: " +
-		"status reads a scope's state, quiesce stops new admissions (in-flight requests continue), drain waits " +
-		"until a quiesced scope holds no request (never cancelling one; wait_seconds, default 60), readmit " +
-		"admits again. Omitting member_id addresses the whole tier."
-	MemberWording = " With member_id, the transition addresses only that declared member of a replica tier: " +
-		"member readmission probes that member first and never readmits the tier, and tier readmission " +
-		"never clears a member's quiesce."
+	descriptionBase = "Run one admission transition on a tier of the Anvil router this server is configured " +
+		"for: status reads the scope's state, quiesce stops new admissions (in-flight requests continue), drain " +
+		"waits until a quiesced scope holds no request (never cancelling one; wait_seconds, default 60), " +
+		"readmit admits again."
+	MemberWording = " With member_id, the transition addresses only that declared member of a replica tier " +
+		"(omit it to address the whole tier): member readmission probes that member first and never readmits " +
+		"the tier, and tier readmission never clears a member's quiesce."
 	descriptionTail = " Use dry_run to see what would change. Refusals carry the router's fixed code."
 )
 
