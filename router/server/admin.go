@@ -90,15 +90,15 @@ func (s *Server) audit(c *gin.Context, req manage.Request, result, code string) 
 func (s *Server) runTransition(ctx context.Context, req manage.Request) (manage.Response, *apiError, *int64) {
 	t, ok := s.router.Admission().Tier(req.Tier)
 	if !ok {
-		return manage.Response{}, &errUnknownTier, nil
+		return manage.Response{}, fixed(errUnknownTier), nil
 	}
 	member := req.MemberID
 	if member != "" {
 		if t.Kind() != admission.KindReplica {
-			return manage.Response{}, &errWrongKind, nil
+			return manage.Response{}, fixed(errWrongKind), nil
 		}
 		if !hasMember(t, member) {
-			return manage.Response{}, &errUnknownMember, nil
+			return manage.Response{}, fixed(errUnknownMember), nil
 		}
 	}
 	resp := manage.Response{Action: req.Action, Tier: req.Tier, MemberID: member, DryRun: req.DryRun}
@@ -161,12 +161,12 @@ func (s *Server) setScope(cur, after manage.Scope, dryRun bool, apply func() err
 	}
 	if err := apply(); err != nil {
 		if errors.Is(err, errMemberNotReady) {
-			return "", cur, &errNotReady
+			return "", cur, fixed(errNotReady)
 		}
-		return "", cur, &errInternal
+		return "", cur, fixed(errInternal)
 	}
 	if err := s.saveIntent(); err != nil {
-		return manage.ResultChanged, after, &errIntentNotPersisted
+		return manage.ResultChanged, after, fixed(errIntentNotPersisted)
 	}
 	return manage.ResultChanged, after, nil
 }
@@ -176,7 +176,7 @@ func (s *Server) setScope(cur, after manage.Scope, dryRun bool, apply func() err
 // scope's remaining active requests when the wait passes.
 func (s *Server) drainScope(ctx context.Context, t *admission.TierAdmission, member string, cur manage.Scope, req manage.Request) (string, *apiError, *int64) {
 	if cur.State != admission.StateQuiesced {
-		return "", &errNotQuiesced, nil
+		return "", fixed(errNotQuiesced), nil
 	}
 	if req.DryRun {
 		if cur.Active == 0 {
@@ -190,14 +190,14 @@ func (s *Server) drainScope(ctx context.Context, t *admission.TierAdmission, mem
 	case err == nil:
 		return manage.ResultDrained, nil, nil
 	case errors.Is(err, errReadmitted):
-		return "", &errDrainAborted, nil
+		return "", fixed(errDrainAborted), nil
 	case errors.Is(err, admission.ErrNotQuiesced):
-		return "", &errNotQuiesced, nil
+		return "", fixed(errNotQuiesced), nil
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		left := scopeOf(tierState(t.Snapshot()), member).Active
-		return "", &errDrainTimeout, &left
+		return "", fixed(errDrainTimeout), &left
 	}
-	return "", &errInternal, nil
+	return "", fixed(errInternal), nil
 }
 
 // saveIntent persists admission's quiesce state when an intent file is configured. The snapshot is
@@ -251,3 +251,6 @@ func (s *Server) recentDecisions(c *gin.Context) {
 func (s *Server) decisionSummary(c *gin.Context) {
 	c.JSON(http.StatusOK, decisionlog.Summarize(s.decisions.Recent(1<<30)))
 }
+
+// fixed returns a copy of a fixed refusal to hand up the call chain.
+func fixed(e apiError) *apiError { return &e }
