@@ -20,7 +20,7 @@ import (
 	"github.com/anvil-llm/anvil/bench"
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/fakevllm/profile"
-	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/server"
 )
@@ -71,7 +71,7 @@ func TestCompareCountsMatchRouterAndMembers(t *testing.T) {
 	defer members.Close()
 	urls := members.URLs()
 
-	cfg, err := config.Parse([]byte(fmt.Sprintf(e2eConfig, urls[0], urls[1])), func(string) (string, bool) { return "", false })
+	cfg, err := load.Parse([]byte(fmt.Sprintf(e2eConfig, urls[0], urls[1])), func(string) (string, bool) { return "", false })
 	require.NoError(t, err)
 	srv, err := server.New(cfg, server.Options{})
 	require.NoError(t, err)
