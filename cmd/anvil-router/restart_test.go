@@ -131,14 +131,21 @@ func must(t *testing.T, c cli, args ...string) {
 	require.Equal(t, 0, code, "%v: %s", args, errOut)
 }
 
-// Member intent survives a restart of the real binary while tier intent that was readmitted does
-// not come back; member readmission removed only its own entry. Malformed intent refuses startup
-// and is left byte-identical; a save that cannot be written leaves the previous file intact.
-func TestRestartKeepsIntent(t *testing.T) {
+// TestRealBinary builds anvil-router once and runs it: restarts that keep intent, and the MCP tool
+// over standard input and output.
+func TestRealBinary(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the real binary")
 	}
 	bin := buildRouter(t)
+	t.Run("restart keeps intent", func(t *testing.T) { testRestartKeepsIntent(t, bin) })
+	t.Run("mcp over stdio", func(t *testing.T) { testMCPOverStdio(t, bin) })
+}
+
+// Member intent survives a restart of the real binary while tier intent that was readmitted does
+// not come back; member readmission removed only its own entry. Malformed intent refuses startup
+// and is left byte-identical; a save that cannot be written leaves the previous file intact.
+func testRestartKeepsIntent(t *testing.T, bin string) {
 	urls := startFakes(t, 3)
 	dir := filepath.Join(t.TempDir(), "state")
 	require.NoError(t, os.MkdirAll(dir, 0o700))
@@ -235,11 +242,7 @@ func TestRestartKeepsIntent(t *testing.T) {
 }
 
 // anvil-router mcp speaks the protocol over standard input and output of the real binary.
-func TestMCPOverStdio(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds and runs the real binary")
-	}
-	bin := buildRouter(t)
+func testMCPOverStdio(t *testing.T, bin string) {
 	urls := startFakes(t, 3)
 	cfg := filepath.Join(t.TempDir(), "router.yaml")
 	require.NoError(t, os.WriteFile(cfg, []byte(routerYAML(urls, "")), 0o600))
