@@ -21,7 +21,7 @@ SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
 CA_BUNDLE         ?= /etc/ssl/certs/ca-certificates.crt
 IMAGE_OUT         := $(abspath $(IMAGE_DIR))
 
-.PHONY: all build test vet lint fmtcheck race policy demo sim bench fuzz clean image deploytest deploylint
+.PHONY: all build test vet lint fmtcheck race policy demo sim bench fuzz clean image deploytest deploylint manifest
 
 all: build
 
@@ -59,7 +59,7 @@ fmtcheck:
 POLICY_TESTS := ^(TestHouseRules|TestPolicySubjectsExist|TestPolicyCatchesPlantedViolations)$$
 
 race:
-	$(GO) test -race -count=1 -skip '$(POLICY_TESTS)' $(PKGS)
+	$(GO) test -race -count=1 -timeout 30m -skip '$(POLICY_TESTS)' $(PKGS)
 
 policy:
 	$(GO) test -count=1 -run '$(POLICY_TESTS)' .
@@ -73,6 +73,11 @@ deploylint:
 
 deploytest:
 	cd deploy && $(GO) test -race -count=1 ./...
+
+# manifest regenerates docs/CLI-COMMAND-MANIFEST.json from anvil-router's command tree; a test
+# (TestManifestMatchesTheCommandTree) fails when the committed file drifts from it.
+manifest:
+	$(GO) run ./cmd/anvil-router manifest > docs/CLI-COMMAND-MANIFEST.json
 
 demo:
 	$(GO) run ./cmd/anvil-router serve --demo --drive 48

@@ -153,6 +153,28 @@ func rules() []importRule {
 				return rel != "router/capacity" && rel != "router/server" && !under(rel, "fakevllm")
 			},
 			forbids: func(_, dep string) bool { return external(dep, "github.com/prometheus/client_golang") }},
+		{why: "router/intent depends on the standard library, router/ident and router/admission only",
+			subjects: []string{"router/intent"}, applies: exact("router/intent"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && !slices.Contains([]string{"router/ident", "router/admission", "router/scheduler"}, local(dep))
+			}},
+		{why: "router/intent writes files, never the network",
+			subjects: []string{"router/intent"}, applies: exact("router/intent"), transitive: true,
+			forbids: func(_, dep string) bool { return dep == "net" || dep == "net/http" }},
+		{why: "router/manage is the transition's client and grammar: the standard library (and its golang.org/x parts) and router/ident only",
+			subjects: []string{"router/manage"}, applies: exact("router/manage"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") && local(dep) != "router/ident"
+			}},
+		{why: "router/mcp reaches the router only through router/manage's request function",
+			subjects: []string{"router/mcp", "router/manage"}, applies: exact("router/mcp"),
+			forbids: func(_, dep string) bool {
+				l := local(dep)
+				return dep == "net/http" || l != "" && l != "router/manage" && l != "router/ident"
+			}},
+		{why: "the MCP SDK appears only in router/mcp",
+			subjects: []string{"router/mcp"}, applies: func(rel string) bool { return rel != "router/mcp" },
+			forbids: func(_, dep string) bool { return external(dep, "github.com/modelcontextprotocol/go-sdk") }},
 		{why: "nothing imports a command",
 			subjects: []string{"cmd/anvil-router"}, applies: func(string) bool { return true },
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "cmd") }},
@@ -241,7 +263,8 @@ func loadGraph(overlay map[string][]byte, typed ...string) (*graph, error) {
 // codeRule reports whether a planted violation is caught by the code rules (which need types), not
 // by the import rules (which need only the graph).
 func codeRule(want string) bool {
-	for _, s := range []string{"dot-import", "goroutine", "uses ", "prints", "writes package-level", "no initializer"} {
+	for _, s := range []string{"dot-import", "goroutine", "uses ", "prints", "writes package-level", "no initializer",
+		"speaks the transition endpoint"} {
 		if strings.Contains(want, s) {
 			return true
 		}
@@ -289,8 +312,13 @@ var forbiddenUses = map[string][]string{
 	"context": {"WithDeadline", "WithDeadlineCause", "WithTimeout", "WithTimeoutCause"},
 }
 
+// transitionPath is the admin transition endpoint; only router/manage, its one client, names it
+// (the server registers it as a route group and a relative path).
+const transitionPath = "/admin/v1/transition"
+
 // codeViolations checks one package's code: dot-imports everywhere; package-level mutable state
-// everywhere; and in pure and quiet packages goroutines, clocks, global random, printing and deadlines.
+// everywhere; the transition endpoint named only by router/manage; and in pure and quiet packages
+// goroutines, clocks, global random, printing and deadlines.
 func (g *graph) codeViolations(rel string) []string {
 	p := g.pkgs[rel]
 	var out []string
@@ -306,6 +334,10 @@ func (g *graph) codeViolations(rel string) []string {
 		}
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
+			case *ast.BasicLit:
+				if n.Kind == token.STRING && rel != "router/manage" && strings.Contains(n.Value, transitionPath) {
+					report(n.Pos(), "speaks the transition endpoint outside router/manage")
+				}
 			case *ast.GoStmt:
 				if restricted {
 					report(n.Pos(), "starts a goroutine")
@@ -502,6 +534,17 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/prometheus/client_golang/prometheus"; var _ = prometheus.NewRegistry`, "client_golang appears only"},
 		{"bench depends on the relay", "bench", `import "github.com/anvil-llm/anvil/router/relay"; var _ = relay.New`, "bench is a black-box"},
 		{"bench depends on the simulator", "bench", `import "github.com/anvil-llm/anvil/sim"; var _ = sim.Run`, "bench is a black-box"},
+		{"intent depends on routing", "router/intent",
+			`import "github.com/anvil-llm/anvil/router/routing"; var _ = routing.New`, "router/intent depends on github.com/anvil-llm/anvil/router/routing"},
+		{"intent opens a socket", "router/intent", `import "net"; var _ = net.Dial`, "router/intent writes files, never the network"},
+		{"manage depends on admission", "router/manage",
+			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "router/manage depends on github.com/anvil-llm/anvil/router/admission"},
+		{"mcp speaks HTTP itself", "router/mcp", `import "net/http"; var _ = http.MethodPost`, "router/mcp depends on net/http"},
+		{"mcp bypasses manage", "router/mcp",
+			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "router/mcp reaches the router only through"},
+		{"MCP SDK outside router/mcp", "router/manage",
+			`import sdk "github.com/modelcontextprotocol/go-sdk/mcp"; var _ = sdk.NewServer`, "the MCP SDK appears only in router/mcp"},
+		{"transition path outside manage", "router/mcp", `var _ = "http://h` + transitionPath + `"`, "speaks the transition endpoint outside router/manage"},
 		{"fakevllm depends on the router", "fakevllm/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
 	}

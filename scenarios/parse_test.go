@@ -26,7 +26,7 @@ workload:
 
 func TestEmbeddedScenariosParse(t *testing.T) {
 	names := Names()
-	want := []string{"burst-queue", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "member-drain", "metrics-outage", "rotation",
+	want := []string{"burst-queue", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "member-drain", "metrics-outage", "restart-intent", "rotation",
 		"sixteen-members-hour", "stale-telemetry", "tier-drain", "twenty-concurrent", "upstream-errors"}
 	assert.Equal(t, want, names)
 	for _, n := range names {
@@ -117,7 +117,7 @@ func TestParseErrors(t *testing.T) {
 		{"kill needs member", minimal + "events: [{at: 1s, action: kill}]\n", "events[0].member", "is required"},
 		{"event field not applicable", minimal + "events: [{at: 1s, action: drain, rate: 0.5}]\n", "events[0].rate", "does not apply to action drain"},
 		{"unknown action", minimal + "events: [{at: 1s, action: reboot}]\n", "events[0].action", "must be quiesce"},
-		{"restart reserved", minimal + "events: [{at: 1s, action: restart}]\n", "events[0].action", "reserved"},
+		{"restart names no member", minimal + "events: [{at: 1s, action: restart, member: a}]\n", "events[0].member", "does not apply to restart"},
 		{"event after run", minimal + "events: [{at: 11s, action: drain}]\n", "events[0].at", "within the run"},
 		{"window order", minimal + "events: [{at: 5s, action: errors, rate: 0.5, until: 4s}]\n", "events[0].until", "after from"},
 		{"bad status", minimal + "events: [{at: 5s, action: errors, rate: 0.5, status: 200}]\n", "events[0].status", "400-599"},

@@ -197,8 +197,9 @@ const (
 	ActionSlow        = "slow"         // multiply the member's step time by Factor (1 restores)
 	ActionErrors      = "errors"       // a share of dispatches answer HTTP Status until Until
 	ActionStreamClose = "stream_close" // a share of responses are cut after a delay until Until
-	// ActionRestart is reserved for "restart the router with its persisted intent". The simulator
-	// does not model the intent file yet, so the loader refuses it rather than fake it.
+	// ActionRestart restarts the router: requests in flight are cut as a dying process cuts them,
+	// and the new router restores the quiesce intent the run persisted to its intent file. It
+	// applies to the whole router (no member).
 	ActionRestart = "restart"
 )
 

@@ -25,7 +25,8 @@ const defaultConnectTimeout = 5 * time.Second
 
 // routerDocument is the scenario's tier under strategy as a router configuration document: the one a
 // production router would load for the same tier (it marshals to that YAML, see config.Document).
-func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int) config.Document {
+// intentFile, when set, is the intent_file a restarting scenario's router persists quiesce intent to.
+func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int, intentFile string) config.Document {
 	t := sc.Tier
 	tier := config.TierDoc{
 		ID: &t.ID, Kind: ptr(string(config.KindReplica)), ServedModel: &t.ServedModel, Host: ptr(virtualHost),
@@ -56,7 +57,12 @@ func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int) confi
 		tier.Members = append(tier.Members, md)
 	}
 	ring := int64(ringSize)
+	var intentPtr *string
+	if intentFile != "" {
+		intentPtr = &intentFile
+	}
 	return config.Document{
+		IntentFile:  intentPtr,
 		Upstream:    upstream(sc.Upstream),
 		DecisionLog: &config.DecisionLogDoc{RingSize: &ring},
 		Aliases:     []config.AliasDoc{{ID: &t.Alias, Tier: &t.ID}},
@@ -114,8 +120,8 @@ func routerEnv(key string) (string, bool) {
 }
 
 // buildRouterConfig validates the scenario's router configuration with the real config model.
-func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int) (config.Config, error) {
-	cfg, err := config.Build(routerDocument(sc, strategy, ringSize), config.Sources{LookupEnv: routerEnv})
+func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int, intentFile string) (config.Config, error) {
+	cfg, err := config.Build(routerDocument(sc, strategy, ringSize, intentFile), config.Sources{LookupEnv: routerEnv})
 	if err != nil {
 		return config.Config{}, fmt.Errorf("sim: scenario %s as a %s router config: %w", sc.Name, strategy, err)
 	}

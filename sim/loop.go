@@ -108,7 +108,7 @@ func (w *world) dispatch(e ev) {
 	case evProbe:
 		w.probe()
 	case evScrapeDone:
-		w.press.scrapeDone(int(e.a))
+		w.press.scrapeDone(int(e.a), e.b)
 	case evWorkers:
 		w.press.kick()
 	case evArrival:
@@ -127,8 +127,8 @@ func (w *world) finish() *Result {
 	r.Tail = max(w.now-w.sc.Duration, 0)
 	w.acct.close(w.now, r)
 	snap := w.adm.Snapshot()
-	r.Invariants.Acquired, r.Invariants.Released = snap.Acquired, snap.Released
-	r.Invariants.ReleaseMisuse = snap.ReleaseMisuse
+	r.Invariants.Acquired, r.Invariants.Released = w.carried.acquired+snap.Acquired, w.carried.released+snap.Released
+	r.Invariants.ReleaseMisuse = w.carried.misuse + snap.ReleaseMisuse
 	r.Invariants.EndActive = snap.Active
 	for i, m := range w.members {
 		m.collect(&r.Members[i])

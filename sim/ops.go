@@ -26,9 +26,13 @@ func (w *world) action(i int) {
 	var err error
 	switch e.Action {
 	case scenarios.ActionQuiesce:
-		err = w.quiesce(mi, e.Reason)
+		if err = w.quiesce(mi, e.Reason); err == nil {
+			err = w.saveIntent()
+		}
 	case scenarios.ActionReadmit:
-		err = w.readmit(mi)
+		if err = w.readmit(mi); err == nil {
+			err = w.saveIntent()
+		}
 	case scenarios.ActionDrain:
 		w.startDrain(mi)
 	case scenarios.ActionKill:
@@ -44,6 +48,8 @@ func (w *world) action(i int) {
 		}
 	case scenarios.ActionErrors, scenarios.ActionStreamClose:
 		// Windows are consulted at each dispatch; nothing changes now.
+	case scenarios.ActionRestart:
+		err = w.restart()
 	}
 	a := Action{At: w.now, Action: e.Action, Member: e.Member}
 	if err != nil {

@@ -53,7 +53,7 @@ func TestPromptText(t *testing.T) {
 func TestRouterConfigIsAValidRouterConfig(t *testing.T) {
 	sc := lookup(t, "heterogeneous")
 	for _, st := range []string{scenarios.StrategyRoundRobin, scenarios.StrategyCapacity} {
-		cfg, err := buildRouterConfig(sc, st, 64)
+		cfg, err := buildRouterConfig(sc, st, 64, "")
 		require.NoError(t, err)
 		tier, ok := cfg.Alias(sc.Tier.Alias)
 		require.True(t, ok)
@@ -77,9 +77,9 @@ func TestRouterConfigLoadsAsYAML(t *testing.T) {
 			if st == scenarios.StrategyCapacity && !slices.ContainsFunc(sc.Tier.Members, func(m scenarios.Member) bool { return m.MaxConcurrency > 0 }) {
 				continue
 			}
-			built, err := buildRouterConfig(sc, st, 64)
+			built, err := buildRouterConfig(sc, st, 64, "")
 			require.NoError(t, err)
-			doc, err := yaml.Marshal(routerDocument(sc, st, 64))
+			doc, err := yaml.Marshal(routerDocument(sc, st, 64, ""))
 			require.NoError(t, err)
 			loaded, err := load.Parse(doc, routerEnv)
 			require.NoError(t, err, "%s", doc)

@@ -105,7 +105,8 @@ func (w *world) admitted(id int, target routing.Target, err error, sh scenarios.
 	if err != nil {
 		w.notAdmitted(err)
 		status := 503
-		if !errors.Is(err, admission.ErrQuiesced) && !errors.Is(err, admission.ErrExhausted) {
+		if !errors.Is(err, admission.ErrQuiesced) && !errors.Is(err, admission.ErrExhausted) &&
+			!errors.Is(err, routing.ErrShuttingDown) {
 			status = 500
 		}
 		w.settle(id, decisionlog.OutcomeNotAdmitted, status)

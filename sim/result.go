@@ -28,7 +28,8 @@ type Result struct {
 	Decisions   DecisionStats
 	Telemetry   TelemetryStats
 	Drains      []Drain
-	Actions     []Action // timed scenario events as applied
+	Actions     []Action  // timed scenario events as applied
+	Restarts    []Restart // router restarts, in order
 	Series      Series
 	DecisionLog decisionlog.Stats
 	Queue       QueueStats
@@ -185,6 +186,15 @@ type Action struct {
 	Action string
 	Member string
 	Err    string // "" when admission accepted it
+}
+
+// Restart is one router restart: what it cut and what the new router restored from its intent file.
+type Restart struct {
+	At              time.Duration
+	Cut             int64 // requests in flight that the restart ended
+	RestoredTiers   int   // tier quiesce intents restored
+	RestoredMembers int   // member quiesce intents restored
+	Ignored         int   // valid intent entries naming nothing configured
 }
 
 // SeriesBuckets is the resolution of the lease timeline.

@@ -9,6 +9,7 @@ import (
 	"github.com/anvil-llm/anvil/fakevllm/engine"
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
+	intentfile "github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim/event"
@@ -32,6 +33,10 @@ type Options struct {
 	Decisions io.Writer
 	// RingSize is the decision log ring (default DefaultRingSize).
 	RingSize int
+	// NoIntentFile runs the router without intent_file, so quiesce intent lives in memory only and
+	// a restart forgets it: a scenario's restart gates must fail then (see the restart-intent
+	// scenario's test).
+	NoIntentFile bool
 }
 
 // ErrScenario is wrapped by Run's errors about a scenario the real router code refuses.
@@ -90,16 +95,20 @@ type world struct {
 	attempts attemptTable
 	intent   intent
 	drains   []*drainWatch
-	res      *Result
-	acct     leaseAccount
-	sick     int      // members passive health has ejected and not yet seen recover
-	queue    []waiter // requests in the tier's admission queue, in arrival order
-	retrying bool     // retryQueue is running
-	buf      []engine.Event
-	timers   [numTimers]deadlines
-	views    []memberView  // scratch for the evidence audit
-	oldest   int           // no request before this index is active (a lower bound, advanced lazily)
-	progress time.Duration // next virtual time to report progress at
+	files    memFS // the virtual router's file system: its intent file
+	// intentStore persists quiesce intent when the config has intent_file (scenarios that restart).
+	intentStore *intentfile.Store
+	carried     struct{ acquired, released, misuse uint64 } // admission counters of routers before a restart
+	res         *Result
+	acct        leaseAccount
+	sick        int      // members passive health has ejected and not yet seen recover
+	queue       []waiter // requests in the tier's admission queue, in arrival order
+	retrying    bool     // retryQueue is running
+	buf         []engine.Event
+	timers      [numTimers]deadlines
+	views       []memberView  // scratch for the evidence audit
+	oldest      int           // no request before this index is active (a lower bound, advanced lazily)
+	progress    time.Duration // next virtual time to report progress at
 }
 
 func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
@@ -110,7 +119,11 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	if opts.RingSize == 0 {
 		opts.RingSize = DefaultRingSize
 	}
-	cfg, err := buildRouterConfig(sc, strategy, opts.RingSize)
+	intentFile := ""
+	if hasRestart(sc) && !opts.NoIntentFile {
+		intentFile = intentPath
+	}
+	cfg, err := buildRouterConfig(sc, strategy, opts.RingSize, intentFile)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
 	}
@@ -162,7 +175,8 @@ func (w *world) buildRouter() error {
 		return err
 	}
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
-	return nil
+	_, err = w.openIntent()
+	return err
 }
 
 func (w *world) newResult() *Result {

@@ -379,3 +379,72 @@ func TestDecisionSinkErrorsAreCounted(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, errors.New("disk full") }
+
+// A restart cuts what is in flight (a transport failure before the first byte, a truncated stream
+// after), carries admission's books over to the new router, restores the member's quiesce from the
+// persisted intent, and keeps the peers and the tier serving.
+func TestRestartRestoresMemberIntent(t *testing.T) {
+	r := run(t, lookup(t, "restart-intent"), Options{})
+	assertAccounting(t, r)
+	require.Len(t, r.Restarts, 1)
+	rs := r.Restarts[0]
+	assert.Equal(t, 25*time.Second, rs.At)
+	assert.Equal(t, 1, rs.RestoredMembers)
+	assert.Zero(t, rs.RestoredTiers)
+	assert.Positive(t, rs.Cut)
+	m1 := memberIndex(t, r, "vllm-1")
+	var cut, m1During, peersAfter int64
+	for _, q := range r.Requests {
+		if q.Arrival < rs.At && q.End == rs.At && q.Outcome != decisionlog.OutcomeSuccess {
+			cut++
+			assert.Contains(t, []decisionlog.Outcome{decisionlog.OutcomeUpstreamTransportError, decisionlog.OutcomeStreamTruncated}, q.Outcome)
+		}
+		if q.Member == m1 && q.Arrival >= 10*time.Second && q.Arrival < 45*time.Second {
+			m1During++
+		}
+		if q.Member >= 0 && q.Member != m1 && q.Arrival > rs.At {
+			peersAfter++
+		}
+	}
+	assert.Equal(t, rs.Cut, cut, "every cut request ended at the restart")
+	assert.Zero(t, m1During, "the quiesced member admits nothing, before or after the restart")
+	assert.Positive(t, peersAfter, "the peers serve after the restart")
+	assert.Zero(t, r.Invariants.ScopeViolations)
+	assert.Zero(t, r.Decisions.Quiesced, "the tier never refused")
+
+	forgot := run(t, lookup(t, "restart-intent"), Options{NoIntentFile: true})
+	assert.Zero(t, forgot.Restarts[0].RestoredMembers)
+	assert.Positive(t, forgot.Invariants.ScopeViolations, "without an intent file the restart forgets the quiesce")
+}
+
+// A restart refuses the requests waiting in the admission queue (503, nothing reserved, as the
+// server answers them when a shutdown cuts its queue) before it cuts what is in flight, so no
+// release admits one into the dying process; the new router's queue starts empty and works.
+func TestRestartRefusesTheQueue(t *testing.T) {
+	sc := lookup(t, "restart-intent")
+	sc.Tier.Queue = &scenarios.Queue{MaxWaiting: 64, Timeout: 10 * time.Second}
+	sc.Workload.Closed.Clients = 48 // more callers than the 12 member slots: the queue is never empty
+	r := run(t, sc, Options{})
+	assertAccounting(t, r)
+	require.Len(t, r.Restarts, 1)
+	rs := r.Restarts[0]
+	var refused, cut, queuedAfter int64
+	for _, q := range r.Requests {
+		switch {
+		case q.End == rs.At && q.Outcome == decisionlog.OutcomeNotAdmitted:
+			refused++
+			assert.Positive(t, q.Queued, "it waited in the queue")
+			assert.Zero(t, q.Attempts)
+			assert.EqualValues(t, 503, q.Status)
+			assert.Equal(t, int8(-1), q.Member)
+		case q.End == rs.At && q.Arrival < rs.At && q.Outcome != decisionlog.OutcomeSuccess:
+			cut++
+		case q.Arrival > rs.At && q.Queued > 0 && q.Outcome == decisionlog.OutcomeSuccess:
+			queuedAfter++
+		}
+	}
+	assert.Positive(t, refused, "requests were waiting at the restart")
+	assert.Equal(t, rs.Cut, refused+cut, "the restart counts both")
+	assert.Positive(t, queuedAfter, "the new router's queue admits")
+	assert.Zero(t, r.Invariants.ScopeViolations)
+}

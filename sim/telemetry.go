@@ -40,6 +40,20 @@ func (r *readiness) Snapshot(tier string) map[string]bool {
 
 // probe is one readiness round over every member; the next is one interval later.
 func (w *world) probe() {
+	w.refreshReadiness()
+	// Every passed probe tells passive health, as the server's prober does.
+	for i, m := range w.members {
+		if w.ready.ready[i] {
+			w.router.ProbePassed(w.tier.ID, m.id, w.at(w.now))
+		}
+	}
+	if next := w.now + w.cfg.Readiness().Interval; w.arrivals && next <= w.sc.Duration {
+		w.push(next, prioProbe, ev{kind: evProbe})
+	}
+}
+
+// refreshReadiness records every member's verdict now: ready exactly when its engine is alive.
+func (w *world) refreshReadiness() {
 	r := &w.ready
 	changed := false
 	for i, m := range w.members {
@@ -53,21 +67,13 @@ func (w *world) probe() {
 			r.snap[id] = r.ready[i]
 		}
 	}
-	// Every passed probe tells passive health, as the server's prober does.
-	for i, m := range w.members {
-		if r.ready[i] {
-			w.router.ProbePassed(w.tier.ID, m.id, w.at(w.now))
-		}
-	}
-	if next := w.now + w.cfg.Readiness().Interval; w.arrivals && next <= w.sc.Duration {
-		w.push(next, prioProbe, ev{kind: evProbe})
-	}
 }
 
 // telemetry plays the pressure cache's production shell on virtual time: the real pressure.Core
 // decides what to refresh and classifies samples; two virtual workers take its jobs and scrape a
 // member's engine metrics after a modeled latency.
 type telemetry struct {
+	gen     uint32 // the router process generation: a restart discards the old one's scrapes
 	w       *world
 	core    *pressure.Core
 	workers [2]worker
@@ -171,7 +177,7 @@ func (t *telemetry) start(wi int, job pressure.Job) {
 	}
 	t.workers[wi] = worker{busy: true, job: job, member: mi, class: class, since: w.now}
 	w.res.Telemetry.Scrapes++
-	w.push(w.now+lat, prioTelemetry, ev{kind: evScrapeDone, a: int32(wi)})
+	w.push(w.now+lat, prioTelemetry, ev{kind: evScrapeDone, a: int32(wi), b: t.gen})
 }
 
 // fault returns the member's first telemetry fault covering now.
@@ -187,11 +193,11 @@ func (t *telemetry) fault(member string) *scenarios.TelemetryFault {
 
 // scrapeDone reads the member's metrics view now, hands the sample to the core, and lets the
 // worker take the next job.
-func (t *telemetry) scrapeDone(wi int) {
+func (t *telemetry) scrapeDone(wi int, gen uint32) {
 	w := t.w
 	wk := &t.workers[wi]
-	if !wk.busy {
-		return
+	if !wk.busy || gen != t.gen {
+		return // an idle worker, or a scrape of a router process that has since restarted
 	}
 	m := w.members[wk.member]
 	class := wk.class

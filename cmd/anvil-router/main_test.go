@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,23 +20,14 @@ import (
 // runCmd runs the CLI in-process and returns its exit code and standard output.
 func runCmd(t *testing.T, args ...string) (int, string, error) {
 	t.Helper()
-	root := newRoot()
+	root := newRoot(console{stdin: strings.NewReader(""), isTerminal: func() bool { return false },
+		lookupEnv: func(string) (string, bool) { return "", false }, doer: http.DefaultClient})
 	var out bytes.Buffer
 	root.SetOut(&out)
 	root.SetErr(&out)
 	root.SetArgs(args)
 	err := root.Execute()
 	return exitCode(err), out.String(), err
-}
-
-func exitCode(err error) int {
-	if err == nil {
-		return 0
-	}
-	if _, ok := err.(usageError); ok {
-		return exitUsage
-	}
-	return exitFailure
 }
 
 // The README's first Quick start command: the demo drives a routed workload end to end and exits 0.

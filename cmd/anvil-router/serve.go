@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
+	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -86,6 +88,9 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	}
 	log := newLogger(os.Stderr, cfg.Log())
 	srv, err := server.New(cfg, server.Options{Logger: log})
+	if errors.Is(err, intent.ErrInvalid) {
+		return usageError{err} // a malformed intent file is refused like a malformed config
+	}
 	if err != nil {
 		return err
 	}

@@ -57,7 +57,7 @@ const (
 	AnvilContainer  = "anvil"     // the router's container name
 	LoopbackHost    = "127.0.0.1" // where every replica listens, inside the pod
 	LivenessPath    = "/healthz"  // 200 while the router serves
-	ReadinessPath   = "/readyz"   // 200 once every replica tier has a ready member
+	ReadinessPath   = "/readyz"   // 200 once every replica tier admits and has a ready, admitting member
 	VLLMHealthPath  = "/health"   // vLLM's health route
 	MetricsPath     = "/metrics"
 	GPUResource     = "nvidia.com/gpu"

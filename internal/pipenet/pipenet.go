@@ -40,6 +40,16 @@ func (n *Net) Serve(addr string, h http.Handler) string {
 	return "http://" + addr
 }
 
+// Listen returns a listener at addr for a server the caller runs itself (the router's Serve); Dial
+// reaches it like the servers Serve starts.
+func (n *Net) Listen(addr string) net.Listener {
+	l := &listener{addr: addr, conns: make(chan net.Conn), closed: make(chan struct{})}
+	n.mu.Lock()
+	n.listeners[addr] = l
+	n.mu.Unlock()
+	return l
+}
+
 // Client returns an HTTP client on the network.
 func (n *Net) Client() *http.Client { return &http.Client{Transport: n.transport} }
 

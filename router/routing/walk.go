@@ -45,6 +45,10 @@ var ErrQueued = errors.New("routing: waiting in the tier's admission queue")
 // exhausted refusal (503 with Retry-After).
 var ErrQueueTimeout = fmt.Errorf("%w: queue timeout", admission.ErrExhausted)
 
+// ErrShuttingDown refuses a request still waiting in its tier's queue when the router's shutdown
+// cuts what is left: it held nothing, so it is a refusal (503 with Retry-After), not a cut attempt.
+var ErrShuttingDown = errors.New("routing: the router is shutting down")
+
 // Begin starts the walk of one request that arrived at start. Until Resolve succeeds the request is
 // recorded as refused; until Admit succeeds it holds nothing.
 func (r *Router) Begin(requestID string, start time.Time) Attempt {
@@ -152,6 +156,13 @@ func (a *Attempt) Canceled(now time.Time) {
 	a.leave(a.rec.Tier)
 	a.queued(now)
 	a.rec.Outcome, a.rec.Status = decisionlog.OutcomeClientCanceled, decisionlog.StatusClientClosed
+}
+
+// ShutDown records that the router's shutdown cut the request while it waited in tier's queue: it
+// leaves the queue and is recorded as not admitted, with the time it waited. It returns
+// ErrShuttingDown, the refusal the caller is answered with.
+func (a *Attempt) ShutDown(tier config.Tier, now time.Time) error {
+	return a.refuse(tier, now, ErrShuttingDown)
 }
 
 // Decision returns the capacity scheduler's decision behind the admitted lease, if any.

@@ -177,7 +177,7 @@ func TestChaos(t *testing.T) {
 	cycle := func(member string) {
 		scope := `"tier":"replicas"`
 		if member != "" {
-			scope += `,"member":"` + member + `"`
+			scope += `,"member_id":"` + member + `"`
 		}
 		fail := func(step string, status int, body string) {
 			terrMu.Lock()
@@ -229,7 +229,7 @@ func TestChaos(t *testing.T) {
 		setFaults(m, `{}`)
 	}
 	r.srv.ProbeNow(ctx)
-	for _, scope := range []string{`"tier":"replicas"`, `"tier":"replicas","member":"m00"`, `"tier":"replicas","member":"m01"`, `"tier":"replicas","member":"m02"`} {
+	for _, scope := range []string{`"tier":"replicas"`, `"tier":"replicas","member_id":"m00"`, `"tier":"replicas","member_id":"m01"`, `"tier":"replicas","member_id":"m02"`} {
 		status, body := admin(`{"action":"readmit",` + scope + `}`)
 		assert.Equal(t, http.StatusOK, status, body)
 	}

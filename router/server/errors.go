@@ -30,6 +30,7 @@ var (
 	errUnknownAlias    = apiError{http.StatusNotFound, routing.ErrUnknownAlias.Error(), "invalid_request_error", "model_not_found"}
 	errQuiesced        = apiError{http.StatusServiceUnavailable, "the model is not admitting requests right now", "service_unavailable", "quiesced"}
 	errExhausted       = apiError{http.StatusServiceUnavailable, "the model is at capacity; retry shortly", "service_unavailable", "capacity_exhausted"}
+	errShuttingDown    = apiError{http.StatusServiceUnavailable, "the router is shutting down; retry shortly", "service_unavailable", "shutting_down"}
 	errInternal        = apiError{http.StatusInternalServerError, "internal error", "server_error", "internal_error"}
 	errNotFound        = apiError{http.StatusNotFound, "no such route", "invalid_request_error", "not_found"}
 	errMethod          = apiError{http.StatusMethodNotAllowed, "method not allowed", "invalid_request_error", "method_not_allowed"}
@@ -80,6 +81,8 @@ func admissionError(err error) apiError {
 		return errQuiesced
 	case errors.Is(err, admission.ErrExhausted):
 		return errExhausted
+	case errors.Is(err, routing.ErrShuttingDown):
+		return errShuttingDown
 	}
 	return errInternal
 }
@@ -93,14 +96,18 @@ type errorDetail struct {
 	Type    string  `json:"type"`
 	Param   *string `json:"param"`
 	Code    string  `json:"code"`
+	Active  *int64  `json:"active_requests,omitempty"` // drain_timeout: the scope's remaining leases
 }
 
-func abort(c *gin.Context, e apiError) {
+func abort(c *gin.Context, e apiError) { abortWith(c, e, nil) }
+
+// abortWith answers e, with the scope's remaining active requests for a drain that timed out.
+func abortWith(c *gin.Context, e apiError, active *int64) {
 	if e.status == http.StatusServiceUnavailable {
 		c.Header("Retry-After", strconv.Itoa(int(routing.RetryAfter/time.Second)))
 	}
 	if e.status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="anvil"`)
 	}
-	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code}})
+	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code, Active: active}})
 }

@@ -9,8 +9,10 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
 )
@@ -53,8 +55,9 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 }
 
 // admit asks for a lease and, when the tier has an admission queue and no capacity, waits in it: on
-// the ticket's wake-ups, until the queue timeout, or until the caller leaves (context.Canceled, the
-// attempt records the cancellation). The waiting lives here, in the shell; the walk only answers.
+// the ticket's wake-ups, until the queue timeout, until the caller leaves (context.Canceled, the
+// attempt records the cancellation) or until a shutdown past its grace cuts the wait
+// (routing.ErrShuttingDown, answered with a 503). The waiting lives here, in the shell; the walk only answers.
 func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (routing.Target, error) {
 	target, err := at.Admit(tier, s.now())
 	for errors.Is(err, routing.ErrQueued) {
@@ -65,6 +68,9 @@ func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (r
 		case <-timer.C:
 		case <-c.Request.Context().Done():
 			timer.Stop()
+			if errors.Is(context.Cause(c.Request.Context()), relay.ErrShutdown) {
+				return routing.Target{}, at.ShutDown(tier, s.now()) // answered: the caller is still there
+			}
 			at.Canceled(s.now())
 			return routing.Target{}, context.Canceled
 		}
@@ -191,19 +197,25 @@ func (s *Server) models(c *gin.Context) {
 
 // Reasons /readyz gives for answering 503.
 const (
-	unreadyNotProbed   = "not_probed" // the first readiness round has not completed
-	unreadyNoMember    = "tier_without_ready_member"
-	unreadySinkFailing = "decision_sink_failing" // failing longer than decision_log.unready_after
+	unreadyNotProbed    = "not_probed" // the first readiness round has not completed
+	unreadyNoMember     = "tier_without_ready_member"
+	unreadyNotAdmitting = "tier_not_admitting"    // quiesced, or every ready member quiesced: maintenance
+	unreadySinkFailing  = "decision_sink_failing" // failing longer than decision_log.unready_after
 )
 
-// readyz answers 200 once the first readiness round has completed and every replica tier has at least
-// one ready member, unless the decision sink has failed for longer than decision_log.unready_after; the
-// body says per tier how many members are ready and, when not ready, why.
+// readyz answers 200 once the first readiness round has completed and every replica tier can admit
+// (the tier is not quiesced and at least one member is both probed ready and not quiesced), unless the
+// decision sink has failed for longer than decision_log.unready_after. A quiesced replica tier (or one
+// whose every ready member is quiesced) is a host under maintenance, so the balancer in front stops
+// sending to it. The body says per tier how many members are ready and how many of those admit and,
+// when not ready, why.
 func (s *Server) readyz(c *gin.Context) {
 	type tierReady struct {
-		Tier    string `json:"tier"`
-		Ready   int    `json:"ready"`
-		Members int    `json:"members"`
+		Tier      string `json:"tier"`
+		State     string `json:"state"`
+		Ready     int    `json:"ready"`
+		Admitting int    `json:"admitting"`
+		Members   int    `json:"members"`
 	}
 	out := struct {
 		Ready   bool        `json:"ready"`
@@ -213,22 +225,35 @@ func (s *Server) readyz(c *gin.Context) {
 	if !s.probed.Load() {
 		out.Reasons = append(out.Reasons, unreadyNotProbed)
 	}
-	noMember := false
+	noMember, notAdmitting := false, false
 	for _, t := range s.cfg.Tiers() {
 		if t.Kind != config.KindReplica {
 			continue
 		}
-		tr := tierReady{Tier: t.ID, Members: len(t.Members)}
-		for _, ok := range s.prober.State().Snapshot(t.ID) {
+		adm, _ := s.router.Admission().Tier(t.ID)
+		snap := adm.Snapshot()
+		quiesced := map[string]bool{}
+		for _, m := range snap.Members {
+			quiesced[m.ID] = m.State == admission.StateQuiesced
+		}
+		tr := tierReady{Tier: t.ID, State: snap.State, Members: len(t.Members)}
+		for id, ok := range s.prober.State().Snapshot(t.ID) {
 			if ok {
 				tr.Ready++
+				if !quiesced[id] {
+					tr.Admitting++
+				}
 			}
 		}
 		noMember = noMember || tr.Ready == 0
+		notAdmitting = notAdmitting || snap.State != admission.StateAdmitting || tr.Ready > 0 && tr.Admitting == 0
 		out.Tiers = append(out.Tiers, tr)
 	}
 	if noMember {
 		out.Reasons = append(out.Reasons, unreadyNoMember)
+	}
+	if notAdmitting {
+		out.Reasons = append(out.Reasons, unreadyNotAdmitting)
 	}
 	if s.sinkFailing() {
 		out.Reasons = append(out.Reasons, unreadySinkFailing)
@@ -264,6 +289,21 @@ func (s *Server) admissionState(c *gin.Context) {
 // member's cached telemetry, read with the pressure cache's Peek (never scheduling a scrape).
 func (s *Server) capacityState(c *gin.Context) {
 	c.JSON(http.StatusOK, capacity.Read(s.plan, s.sources))
+}
+
+// tierState renders one admission snapshot for the admin API: IDs, states, reasons and counts only.
+func tierState(sn admission.Snapshot) manage.Tier {
+	t := manage.Tier{ID: sn.ID, Kind: sn.Kind.String(), State: sn.State, Reason: sn.Reason,
+		Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
+		Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
+	if sn.Kind == admission.KindReplica {
+		t.Strategy = sn.Strategy.String()
+	}
+	for _, m := range sn.Members {
+		t.Members = append(t.Members, manage.Member{ID: m.ID, State: m.State, Reason: m.Reason,
+			Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
+	}
+	return t
 }
 
 func (s *Server) now() time.Time { return s.clock() }

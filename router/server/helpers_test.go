@@ -206,13 +206,18 @@ type routerOptions struct {
 	logger *slog.Logger
 	writer func(http.ResponseWriter, *http.Request) http.ResponseWriter
 	view   func(capacity.Sources) capacity.Sources // wraps what the capacity views read
+	server server.Options                          // the rest (an intent file system, ...); logger wins
 }
 
 func startRouterWith(t *testing.T, yaml string, o routerOptions) *router {
 	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	srv, err := server.NewWithViews(cfg, server.Options{Logger: o.logger}, o.view)
+	opts := o.server
+	if o.logger != nil {
+		opts.Logger = o.logger
+	}
+	srv, err := server.NewWithViews(cfg, opts, o.view)
 	require.NoError(t, err)
 	srv.Start()
 	srv.ProbeNow(context.Background())

@@ -186,7 +186,7 @@ func TestNothingSensitiveReachesAnySurface(t *testing.T) {
 
 	// Admin refusals.
 	status, body = r.admin(t, `{"action":"quiesce","tier":"`+promptMarker+`"}`)
-	require.Equal(t, http.StatusNotFound, status)
+	require.Equal(t, http.StatusBadRequest, status, "an ID outside the grammar: invalid_tier, never echoed")
 	errorBodies = append(errorBodies, body)
 	code, body := r.get(t, "/admin/v1/capacity", callerToken)
 	require.Equal(t, http.StatusUnauthorized, code)

@@ -126,6 +126,8 @@ func (m *metrics) refused(tier string, err error) {
 		reason = "queue_timeout"
 	case errors.Is(err, admission.ErrExhausted):
 		reason = "exhausted"
+	case errors.Is(err, routing.ErrShuttingDown):
+		reason = "shutdown"
 	}
 	m.refusals.WithLabelValues(idLabel(tier), reason).Inc()
 }

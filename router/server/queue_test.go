@@ -30,6 +30,7 @@ type queueRig struct {
 	mu       sync.Mutex
 	arrived  []string                 // request IDs, in the order the upstream received them
 	releases map[string]chan struct{} // per request ID: close to let the upstream answer
+	served   chan error               // Serve's result, when the rig runs Serve
 }
 
 const queueConfig = `
@@ -46,8 +47,12 @@ tiers:
     gates: {max_context_tokens: 4096}
 `
 
-func newQueueRig(t *testing.T) *queueRig {
-	rig := &queueRig{net: pipenet.New(), releases: map[string]chan struct{}{}}
+func newQueueRig(t *testing.T) *queueRig { return startQueueRig(t, nil) }
+
+// startQueueRig is newQueueRig; with a non-nil ctx the router runs its own Serve on the in-memory
+// network until ctx ends (served then receives Serve's result), so shutdown is the real one.
+func startQueueRig(t *testing.T, ctx context.Context) *queueRig {
+	rig := &queueRig{net: pipenet.New(), releases: map[string]chan struct{}{}, served: make(chan error, 1)}
 	rig.net.Serve("upstream:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		id := r.Header.Get("X-Request-Id")
@@ -67,8 +72,14 @@ func newQueueRig(t *testing.T) *queueRig {
 	require.NoError(t, err)
 	rig.srv, err = server.New(cfg, server.Options{Dial: rig.net.Dial})
 	require.NoError(t, err)
-	rig.srv.Start()
-	rig.router = rig.net.Serve("router:80", rig.srv.Handler())
+	if ctx != nil {
+		ln := rig.net.Listen("router:80")
+		rig.router = "http://router:80"
+		go func() { rig.served <- rig.srv.Serve(ctx, ln) }()
+	} else {
+		rig.srv.Start()
+		rig.router = rig.net.Serve("router:80", rig.srv.Handler())
+	}
 	t.Cleanup(func() {
 		_ = rig.srv.Close()
 		rig.net.Close()
@@ -252,6 +263,43 @@ func TestQuiesceRefusesTheQueue(t *testing.T) {
 		assert.Zero(t, rig.tier(t).Snapshot().Waiting)
 		rig.answer("req-a")
 		require.Equal(t, http.StatusOK, (<-a).status, "the request in flight is never cancelled")
+		assert.Equal(t, []string{"req-a"}, rig.arrived)
+	})
+}
+
+// TestShutdownRefusesTheQueue: when a shutdown's grace runs out, a request still waiting in the queue
+// is answered 503 shutting_down with Retry-After (it held nothing) and recorded as not admitted with
+// the time it waited; the request in flight is cut and recorded as outcome shutdown.
+func TestShutdownRefusesTheQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, stop := context.WithCancel(t.Context())
+		rig := startQueueRig(t, ctx)
+		a := rig.send(t.Context(), "req-a")
+		synctest.Wait()
+		b := rig.send(t.Context(), "req-b")
+		synctest.Wait()
+		require.Equal(t, 1, rig.tier(t).Snapshot().Waiting)
+		start := time.Now()
+		stop()
+		rb := <-b
+		assert.Equal(t, time.Second, time.Since(start), "refused when the 1 s grace ran out, not before")
+		assert.Equal(t, http.StatusServiceUnavailable, rb.status)
+		assert.Equal(t, "1", rb.retryAfter)
+		assert.Contains(t, rb.body, `"code":"shutting_down"`)
+		ra := <-a
+		assert.Equal(t, http.StatusServiceUnavailable, ra.status)
+		assert.Contains(t, ra.body, `"code":"shutdown"`)
+		require.NoError(t, <-rig.served)
+
+		rec := rig.record(t, "req-b")
+		assert.Equal(t, decisionlog.OutcomeNotAdmitted, rec.Outcome)
+		assert.Zero(t, rec.Attempts)
+		assert.Equal(t, time.Second, rec.Queued)
+		assert.Equal(t, decisionlog.OutcomeShutdown, rig.record(t, "req-a").Outcome)
+		s := rig.tier(t).Snapshot()
+		assert.Zero(t, s.Waiting)
+		assert.Equal(t, uint64(1), s.Acquired, "the queued request never reserved")
+		assert.Equal(t, s.Acquired, s.Released)
 		assert.Equal(t, []string{"req-a"}, rig.arrived)
 	})
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/health"
+	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
@@ -46,6 +47,7 @@ type Server struct {
 	metrics   *metrics
 	plan      []capacity.TierSpec // the configuration's tiers, as the views check them
 	sources   capacity.Sources    // the runtime owners the views read: admission, pressure, readiness, decisions
+	intent    *intent.Store       // nil without intent_file: quiesce intent lives in memory only
 	engine    *gin.Engine
 	bodies    *budget // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
 	clock     func() time.Time
@@ -67,6 +69,9 @@ type Options struct {
 	// binding the config's metrics.listen; Serve closes it. For tests and embedders that bind their
 	// own listeners.
 	MetricsListener net.Listener
+	// IntentFS is the file system of intent_file; nil is the operating system's. Tests inject
+	// failures through it.
+	IntentFS intent.FS
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -111,6 +116,10 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		_ = s.Close()
 		return nil, err
 	}
+	if err := s.restoreIntent(opts.IntentFS); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
 		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
 	s.sources = capacity.Sources{Admission: s.router.Admission(), Health: healthNow{s.router, s.now},
@@ -124,6 +133,37 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	s.metrics.watch(s.plan, s.sources, s.pressure)
 	s.engine = s.routes()
 	return s, nil
+}
+
+// restoreIntent reads intent_file once, validates all of it, quiesces every configured scope it
+// names with its recorded reason, logs the valid entries it ignores, and only then enables
+// persistence and checks that the file's directory takes a write. A malformed file refuses
+// startup and is left as it is.
+func (s *Server) restoreIntent(fsys intent.FS) error {
+	path := s.cfg.IntentFile()
+	if path == "" {
+		return nil
+	}
+	if fsys == nil {
+		fsys = intent.OS{}
+	}
+	store, doc, err := intent.Load(fsys, path)
+	if err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	restored, err := intent.Restore(s.router.Admission(), doc)
+	if err != nil {
+		return fmt.Errorf("server: restoring intent: %w", err)
+	}
+	for _, ig := range restored.Ignored {
+		s.log.Warn("intent entry ignored", "tier", ig.Tier, "member_id", ig.Member, "reason", ig.Reason, "why", ig.Why)
+	}
+	s.log.Info("intent restored", "tiers", restored.Tiers, "members", restored.Members)
+	if err := store.Check(); err != nil {
+		return fmt.Errorf("server: %w", err)
+	}
+	s.intent = store
+	return nil
 }
 
 func transport(connect time.Duration, dial func(context.Context, string, string) (net.Conn, error)) *http.Transport {

@@ -140,7 +140,7 @@ func TestCapacityAndMetricsAgreeWithAdmission(t *testing.T) {
 	if pool[1].calls.Load() == 1 {
 		busy = "m01"
 	}
-	status, body := r.admin(t, `{"action":"quiesce","tier":"replicas","member":"`+busy+`","reason":"upgrade"}`)
+	status, body := r.admin(t, `{"action":"quiesce","tier":"replicas","member_id":"`+busy+`","reason":"upgrade"}`)
 	require.Equal(t, http.StatusOK, status, body)
 
 	code, admissionBody := r.get(t, "/admin/v1/admission", adminToken)

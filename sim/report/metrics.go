@@ -113,6 +113,7 @@ func metrics(run *Run, windows []scenarios.Window, res *sim.Result) []Metric {
 	healthMetrics(&m, run)
 	queueMetrics(&m, run.Queue)
 	windowMetrics(&m, windows, res)
+	restartMetrics(&m, run)
 	actionErrors := 0
 	for _, a := range run.Actions {
 		if a.Error != "" {
@@ -213,6 +214,27 @@ func drainMetrics(m *metricSet, run *Run) {
 	m.add("drains.longest_s", longest)
 	m.add("drains.min_others_active_at_end", minOthers)
 	m.add("drains.in_flight_failed", failed)
+}
+
+// restartMetrics adds the restart metrics of a run that restarted; a run that did not has none, so
+// its report keeps its bytes.
+func restartMetrics(m *metricSet, run *Run) {
+	if len(run.Restarts) == 0 {
+		return
+	}
+	var cut, tiers, members, ignored float64
+	for _, r := range run.Restarts {
+		cut += float64(r.Cut)
+		tiers += float64(r.RestoredTiers)
+		members += float64(r.RestoredMembers)
+		ignored += float64(r.Ignored)
+	}
+	m.add("restarts.count", float64(len(run.Restarts)))
+	m.add("restarts.cut", cut)
+	m.add("restarts.restored_tiers", tiers)
+	m.add("restarts.restored_members", members)
+	m.add("restarts.ignored", ignored)
+	m.add("restarts.admitted_after_last", float64(run.Restarts[len(run.Restarts)-1].AdmittedAfter))
 }
 
 // Value returns the run's metric called name.

@@ -211,6 +211,13 @@ func (run *Run) renderEvents(w *writer) {
 		}
 		w.table(t)
 	}
+	if len(run.Restarts) > 0 {
+		t := &table{head: []string{"restart at (s)", "requests cut", "restored tiers", "restored members", "ignored", "admitted after"}, left: 0}
+		for _, r := range run.Restarts {
+			t.row(f(r.AtS, 3), i64(r.Cut), i64(int64(r.RestoredTiers)), i64(int64(r.RestoredMembers)), i64(int64(r.Ignored)), i64(int64(r.AdmittedAfter)))
+		}
+		w.table(t)
+	}
 	if len(run.Drains) > 0 {
 		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "of those failed", "others active at end"}, left: 1}
 		for _, d := range run.Drains {
@@ -221,7 +228,7 @@ func (run *Run) renderEvents(w *writer) {
 			case d.Refused:
 				res = "refused (not quiesced)"
 			case d.Aborted:
-				res = "aborted (readmitted)"
+				res = "aborted (readmitted or restarted)"
 			}
 			t.row(d.Scope, f(d.StartS, 3), f(d.EndS, 3), res, i64(d.ActiveAtStart), i64(d.InFlightFailed), i64(d.OthersActiveAtEnd))
 		}

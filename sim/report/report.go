@@ -46,6 +46,7 @@ type Run struct {
 	Queue      *AdmissionQueue `json:"admission_queue,omitempty"`
 	Drains     []Drain         `json:"drains,omitempty"`
 	Actions    []Action        `json:"actions,omitempty"`
+	Restarts   []Restart       `json:"restarts,omitempty"`
 	Metrics    []Metric        `json:"metrics"` // every gate-able number, sorted by name
 
 	e2e    sample // sorted after Build: the CDF plot reads it
@@ -119,7 +120,7 @@ func Build(sc *scenarios.Scenario, results []*sim.Result) *Report {
 
 func buildRun(sc *scenarios.Scenario, res *sim.Result) Run {
 	run := Run{Strategy: res.Strategy, Events: res.Events, TailS: res.Tail.Seconds(), series: res.Series,
-		Drains: drains(res.Drains), Actions: actions(res.Actions)}
+		Drains: drains(res.Drains), Actions: actions(res.Actions), Restarts: restarts(res)}
 	acc := newAccumulator(sc, res)
 	run.Tier = acc.tier()
 	for i := range res.Members {

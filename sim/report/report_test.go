@@ -43,7 +43,7 @@ func encode(t testing.TB, r *Report) (string, string) {
 // changes them.
 func TestDeterminism(t *testing.T) {
 	for _, name := range []string{"twenty-concurrent", "upstream-errors", "rotation", "tier-drain",
-		"heterogeneous", "metrics-outage", "stale-telemetry"} {
+		"heterogeneous", "metrics-outage", "stale-telemetry", "restart-intent"} {
 		t.Run(name, func(t *testing.T) {
 			sc := lookup(t, name)
 			j1, m1 := encode(t, build(t, sc))
@@ -62,7 +62,7 @@ func TestDeterminism(t *testing.T) {
 func TestShippedShortScenariosPassTheirGates(t *testing.T) {
 	// The hour and the ten-minute comparison run in `anvil-sim check` and the benchmark, not here.
 	for _, name := range []string{"twenty-concurrent", "decisive-unknown", "rotation", "metrics-outage",
-		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors", "failing-member"} {
+		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors", "failing-member", "restart-intent"} {
 		t.Run(name, func(t *testing.T) {
 			r := build(t, lookup(t, name))
 			for _, g := range r.Gates {
@@ -337,4 +337,23 @@ func TestQueueCutsRefusals(t *testing.T) {
 		assert.Zero(t, v)
 		assert.Nil(t, without.Runs[i].Queue)
 	}
+}
+
+// The restart-intent gates can fail: a router without an intent file forgets the member's quiesce
+// across the restart, and the scope and restore gates say so.
+func TestRestartGatesFailWithoutPersistence(t *testing.T) {
+	sc := lookup(t, "restart-intent")
+	res, err := sim.Run(sc, sim.Options{NoIntentFile: true})
+	require.NoError(t, err)
+	r := Build(sc, []*sim.Result{res})
+	assert.False(t, r.Passed)
+	failed := map[string]bool{}
+	for _, g := range r.Gates {
+		if g.Status == GateFail {
+			failed[g.Name] = true
+		}
+	}
+	assert.True(t, failed["restarts.restored_members == 1"], "nothing was restored")
+	assert.True(t, failed["tier.scope_violations == 0"], "the forgotten member admitted against the operator's intent")
+	assert.False(t, failed["restarts.cut > 0"], "only the intent gates fail")
 }

@@ -130,3 +130,29 @@ type Decisions struct {
 	LogRejected           uint64  `json:"log_rejected"`
 	EvidenceDiscarded     uint64  `json:"evidence_discarded"`
 }
+
+// Restart is one router restart in seconds since the run's start: the requests it cut, the intent
+// the new router restored, and the admissions after it.
+type Restart struct {
+	AtS             float64 `json:"at_s"`
+	Cut             int64   `json:"cut"`
+	RestoredTiers   int     `json:"restored_tiers"`
+	RestoredMembers int     `json:"restored_members"`
+	Ignored         int     `json:"ignored"`
+	AdmittedAfter   int     `json:"admitted_after"` // requests admitted after this restart
+}
+
+func restarts(res *sim.Result) []Restart {
+	var out []Restart
+	for _, r := range res.Restarts {
+		rs := Restart{AtS: r.At.Seconds(), Cut: r.Cut, RestoredTiers: r.RestoredTiers,
+			RestoredMembers: r.RestoredMembers, Ignored: r.Ignored}
+		for i := range res.Requests {
+			if q := &res.Requests[i]; q.Arrival >= r.At && q.Outcome.Admitted() {
+				rs.AdmittedAfter++
+			}
+		}
+		out = append(out, rs)
+	}
+	return out
+}

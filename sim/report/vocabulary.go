@@ -17,6 +17,11 @@ func Names(sc *scenarios.Scenario) []string {
 	for _, m := range sc.Tier.Members {
 		res.Members = append(res.Members, sim.MemberResult{ID: m.ID, Ceiling: m.MaxConcurrency})
 	}
+	for _, e := range sc.Events {
+		if e.Action == scenarios.ActionRestart {
+			res.Restarts = append(res.Restarts, sim.Restart{At: e.At}) // a restarting run carries restart metrics
+		}
+	}
 	run := buildRun(sc, res)
 	names := make([]string, len(run.Metrics))
 	for i, m := range run.Metrics {

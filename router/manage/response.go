@@ -1,0 +1,93 @@
+package manage
+
+import (
+	"github.com/anvil-llm/anvil/router/ident"
+)
+
+// Results of a transition, in Response.Result.
+const (
+	ResultStatus    = "status"    // status: nothing asked to change
+	ResultChanged   = "changed"   // quiesce or readmit changed the scope's state or reason
+	ResultUnchanged = "unchanged" // quiesce or readmit found the scope already so
+	ResultDrained   = "drained"   // drain: the scope holds no lease
+	// Dry runs: what the same request without dry_run would do, as live state stands.
+	ResultWouldChange = "would_change"
+	ResultWouldWait   = "would_wait" // drain: the scope still holds leases
+)
+
+// Scope is the addressed scope (the tier, or one member) as it stands after the transition, or for
+// a dry run as it would stand.
+type Scope struct {
+	State    string `json:"state"`
+	Reason   string `json:"reason,omitempty"`
+	Active   int64  `json:"active_requests"`
+	Draining bool   `json:"draining"`
+}
+
+// Member is one member of a tier's admission snapshot.
+type Member struct {
+	ID             string `json:"id"`
+	State          string `json:"state"`
+	Reason         string `json:"reason,omitempty"`
+	Draining       bool   `json:"draining"`
+	Active         int64  `json:"active_requests"`
+	MaxConcurrency int64  `json:"max_concurrency"`
+}
+
+// Tier is one tier's admission snapshot as the admin API renders it: IDs, states, reason codes and
+// counts, never an endpoint or a credential.
+type Tier struct {
+	ID             string   `json:"id"`
+	Kind           string   `json:"kind"`
+	Strategy       string   `json:"strategy,omitempty"`
+	State          string   `json:"state"`
+	Reason         string   `json:"reason,omitempty"`
+	Draining       bool     `json:"draining"`
+	Active         int64    `json:"active_requests"`
+	MaxConcurrency int64    `json:"max_concurrency"`
+	Released       uint64   `json:"released"`
+	ReleaseMisuse  uint64   `json:"release_misuse"`
+	Members        []Member `json:"members,omitempty"`
+}
+
+// Response is the endpoint's answer to an accepted transition.
+type Response struct {
+	Action   string `json:"action"`
+	Tier     string `json:"tier"`
+	MemberID string `json:"member_id,omitempty"`
+	DryRun   bool   `json:"dry_run"`
+	Result   string `json:"result"`
+	Scope    Scope  `json:"scope"`
+	Snapshot Tier   `json:"snapshot"`
+}
+
+// valid reports whether a response decoded from the wire holds only what the grammar allows, so a
+// client never renders arbitrary text from it.
+func (r Response) valid() bool {
+	switch r.Result {
+	case ResultStatus, ResultChanged, ResultUnchanged, ResultDrained, ResultWouldChange, ResultWouldWait:
+	default:
+		return false
+	}
+	if !ident.ValidID(r.Tier) || r.Snapshot.ID != r.Tier || r.MemberID != "" && !ident.ValidID(r.MemberID) ||
+		!validScope(r.Scope.State, r.Scope.Reason) || !validScope(r.Snapshot.State, r.Snapshot.Reason) ||
+		r.Snapshot.Kind != "direct" && r.Snapshot.Kind != "replica" ||
+		len(r.Snapshot.Members) > ident.MaxMembers {
+		return false
+	}
+	switch r.Snapshot.Strategy {
+	case "", "round_robin", "capacity":
+	default:
+		return false
+	}
+	for _, m := range r.Snapshot.Members {
+		if !ident.ValidID(m.ID) || !validScope(m.State, m.Reason) {
+			return false
+		}
+	}
+	return true
+}
+
+func validScope(state, reason string) bool {
+	return (state == "admitting" || state == "quiesced") && (reason == "" || ident.ValidReason(reason))
+}
