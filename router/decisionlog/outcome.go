@@ -16,17 +16,21 @@ const (
 	OutcomeClientCanceled         Outcome = "client_canceled"
 	OutcomeMalformedStream        Outcome = "malformed_stream"
 	OutcomeStreamTruncated        Outcome = "stream_truncated"
+	// OutcomeBodyRefused: the router refused the caller's streamed request body after the upstream
+	// attempt had begun (an audio upload past limits.max_audio_bytes, or a form that broke its rules
+	// after its head) and abandoned the attempt before the upstream had a complete request.
+	OutcomeBodyRefused Outcome = "body_refused"
 )
 
 // Outcomes lists every outcome in a fixed order: reports list outcomes in this order.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
 		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
-		OutcomeMalformedStream, OutcomeStreamTruncated}
+		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeBodyRefused}
 }
 
 // NumOutcomes is the number of defined outcomes.
-const NumOutcomes = 9
+const NumOutcomes = 10
 
 // Index returns o's position in Outcomes, or -1 for an undefined outcome: reports count outcomes in
 // arrays indexed by it.
@@ -50,6 +54,8 @@ func (o Outcome) Index() int {
 		return 7
 	case OutcomeStreamTruncated:
 		return 8
+	case OutcomeBodyRefused:
+		return 9
 	}
 	return -1
 }
@@ -73,7 +79,7 @@ func (o Outcome) attemptRange() (lo, hi int, ok bool) {
 	case OutcomeClientCanceled:
 		return 0, 1, true
 	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
-		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated:
+		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeBodyRefused:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -107,13 +113,17 @@ const (
 	EndFirstByteTimeout
 	// EndTimeout: the whole attempt exceeded the overall timeout.
 	EndTimeout
+	// EndBodyRefused: the router stopped sending a streamed request body because the caller's body
+	// broke a rule (a bound, the form grammar) before the upstream answered. The relay writes nothing:
+	// the router answers the caller with its own refusal (400 or 413).
+	EndBodyRefused
 	numEndings
 )
 
 // String names the ending.
 func (e Ending) String() string {
 	names := [numEndings]string{"complete", "http_error", "error_event", "transport", "cut", "malformed",
-		"client_cancel", "first_byte_timeout", "timeout"}
+		"client_cancel", "first_byte_timeout", "timeout", "body_refused"}
 	if e < numEndings {
 		return names[e]
 	}
@@ -130,7 +140,8 @@ const StatusClientClosed = 499
 //   - once a status was sent it stands: a later failure ends the response in-band (the relay's SSE
 //     error event) and the caller's status is wrote;
 //   - before anything is sent, the relay answers a failure with its own fixed error: 504 for a timeout,
-//     502 for a transport failure, a cut or a malformed stream; a caller who left sees nothing (499).
+//     502 for a transport failure, a cut or a malformed stream; a caller who left sees nothing (499);
+//     a refused request body is answered by the router, 400 unless it says otherwise (413).
 //
 // Complete and HTTP-error answers are relayed, so their wrote is the upstream's status; an ending
 // outside the enum is a transport failure.
@@ -150,6 +161,8 @@ func Terminal(e Ending, wrote int) (Outcome, int) {
 		o, status = OutcomeClientCanceled, StatusClientClosed
 	case EndFirstByteTimeout, EndTimeout:
 		o, status = OutcomeUpstreamTimeout, 504
+	case EndBodyRefused:
+		o, status = OutcomeBodyRefused, 400
 	default:
 		o = OutcomeUpstreamTransportError
 	}

@@ -10,7 +10,7 @@ import (
 // must be a deliberate change here.
 func TestOutcomeOrder(t *testing.T) {
 	want := []string{"success", "refused", "not_admitted", "upstream_http_error", "upstream_timeout",
-		"upstream_transport_error", "client_canceled", "malformed_stream", "stream_truncated"}
+		"upstream_transport_error", "client_canceled", "malformed_stream", "stream_truncated", "body_refused"}
 	all := Outcomes()
 	assert.Len(t, all, NumOutcomes)
 	for i, o := range all {
@@ -44,6 +44,8 @@ func TestTerminal(t *testing.T) {
 		{EndFirstByteTimeout, 0, OutcomeUpstreamTimeout, 504},
 		{EndTimeout, 0, OutcomeUpstreamTimeout, 504},
 		{EndTimeout, 200, OutcomeUpstreamTimeout, 200},
+		{EndBodyRefused, 0, OutcomeBodyRefused, 400},
+		{EndBodyRefused, 413, OutcomeBodyRefused, 413},
 		{numEndings, 0, OutcomeUpstreamTransportError, 502},
 	}
 	for _, c := range cases {

@@ -17,16 +17,32 @@ const (
 	Completions
 	Responses
 	Embeddings
+	AudioTranscriptions // multipart/form-data in, text (JSON or SSE) out
+	AudioTranslations   // multipart/form-data in, text (JSON or SSE) out
+	AudioSpeech         // JSON in, audio bytes out
 )
 
-var endpointPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"}
+var endpointPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings",
+	"/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/speech"}
 
 // Path is the upstream path of the endpoint.
 func (e Endpoint) Path() string { return endpointPaths[e] }
 
-// ReplicaEligible reports whether replica tiers may serve the endpoint. Embeddings (like audio and other
-// purpose routes) resolve only to direct tiers; replica scheduling never applies to them.
-func (e Endpoint) ReplicaEligible() bool { return e != Embeddings }
+// ReplicaEligible reports whether replica tiers may serve the endpoint. Embeddings and the audio routes
+// (purpose routes) resolve only to direct tiers; replica scheduling never applies to them.
+func (e Endpoint) ReplicaEligible() bool {
+	return e == ChatCompletions || e == Completions || e == Responses
+}
+
+// Audio reports whether the endpoint is one of the audio routes. Audio is media: a tier serves them
+// only when its media gate allows media.
+func (e Endpoint) Audio() bool {
+	return e == AudioTranscriptions || e == AudioTranslations || e == AudioSpeech
+}
+
+// Multipart reports whether the endpoint's body is a multipart/form-data form (FormRequest) instead of
+// a JSON object (ParseRequest).
+func (e Endpoint) Multipart() bool { return e == AudioTranscriptions || e == AudioTranslations }
 
 // Request is what the gates need from a parsed body: never the prompt itself.
 type Request struct {
@@ -57,8 +73,12 @@ func (e *FieldError) Error() string { return fmt.Sprintf("field '%s' has the wro
 func (e *FieldError) Unwrap() error { return ErrBadField }
 
 // ParseRequest decodes a request body once. It refuses anything that is not a JSON object with a model
-// string and the endpoint's prompt field, and measures the prompt conservatively.
+// string and the endpoint's prompt field, and measures the prompt conservatively. The bodies of
+// multipart endpoints are forms, never JSON: FormRequest describes them.
 func ParseRequest(ep Endpoint, body []byte) (Request, error) {
+	if ep.Multipart() || int(ep) >= len(endpointPaths) {
+		return Request{}, ErrBadJSON
+	}
 	var fields map[string]json.RawMessage
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
@@ -88,8 +108,22 @@ func ParseRequest(ep Endpoint, body []byte) (Request, error) {
 	if err := m.prompt(ep, fields); err != nil {
 		return Request{}, err
 	}
-	r.PromptTokens, r.Media = m.tokens(), m.media
+	r.PromptTokens, r.Media = m.tokens(), m.media || ep.Audio()
 	return r, nil
+}
+
+// FormRequest describes a multipart audio request (a transcription or a translation) from the fields
+// the router reads of its form: the model alias and whether the caller asked for a stream. Its prompt
+// is audio, which the router cannot measure before it has streamed the upload, so the token gates see
+// no prompt and no requested output; the media gate applies.
+func FormRequest(ep Endpoint, model string, stream bool) (Request, error) {
+	if !ep.Multipart() {
+		return Request{}, ErrBadField
+	}
+	if model == "" {
+		return Request{}, ErrMissingModel
+	}
+	return Request{Endpoint: ep, Model: model, Stream: stream, Media: true}, nil
 }
 
 // Body returns the body to send upstream with the model field replaced by the tier's served model
@@ -115,12 +149,16 @@ var maxOutputFields = [...][]string{
 	Completions:     {"max_tokens"},
 	Responses:       {"max_output_tokens"},
 	Embeddings:      nil,
+	AudioSpeech:     nil,
 }
 
 // maxTokensLimit bounds what a caller may request so arithmetic on it never overflows.
 const maxTokensLimit = 1 << 40
 
 func maxOutput(ep Endpoint, fields map[string]json.RawMessage) (int64, error) {
+	if int(ep) >= len(maxOutputFields) {
+		return 0, nil
+	}
 	for _, name := range maxOutputFields[ep] {
 		raw, ok := fields[name]
 		if !ok || isNull(raw) {
@@ -202,6 +240,14 @@ func (m *measure) prompt(ep Endpoint, fields map[string]json.RawMessage) error {
 	case Embeddings:
 		if err := m.textOrList(fields["input"], "input"); err != nil {
 			return err
+		}
+	case AudioSpeech:
+		// The text to speak: one string, measured like a prompt so the context gate bounds it.
+		if raw, ok := fields["input"]; ok && !isNull(raw) {
+			m.seen = true
+			if err := m.text(raw, "input"); err != nil {
+				return err
+			}
 		}
 	}
 	if !m.seen {
