@@ -68,6 +68,9 @@ func (t TLS) Enabled() bool { return t.CertFile != "" }
 // Limits bounds what a caller may send.
 type Limits struct {
 	MaxBodyBytes int64
+	// MaxAudioBytes bounds a whole multipart audio upload (file, other fields and framing together),
+	// which streams through instead of being held.
+	MaxAudioBytes int64
 }
 
 // Upstream bounds every relayed attempt.

@@ -40,7 +40,8 @@ type AuthDoc struct {
 
 // LimitsDoc is the limits section of a Document.
 type LimitsDoc struct {
-	MaxBodyBytes *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
+	MaxBodyBytes  *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
+	MaxAudioBytes *int64 `mapstructure:"max_audio_bytes" yaml:"max_audio_bytes,omitempty"`
 }
 
 // UpstreamDoc is the upstream section of a Document.

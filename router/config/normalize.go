@@ -36,7 +36,8 @@ type normAuth struct {
 }
 
 type normLimits struct {
-	MaxBodyBytes int64 `yaml:"max_body_bytes"`
+	MaxBodyBytes  int64 `yaml:"max_body_bytes"`
+	MaxAudioBytes int64 `yaml:"max_audio_bytes"`
 }
 
 type normUpstream struct {

@@ -13,6 +13,8 @@ const (
 	DefaultListen = "127.0.0.1:8080"
 
 	defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes = 1 << 20, 1 << 10, 64 << 20
+	// A 25 MiB file (OpenAI's and vLLM's bound of one audio file) and the rest of its form.
+	defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes = 26 << 20, 1 << 10, 1 << 30
 
 	defaultConnectTimeout, minConnectTimeout, maxConnectTimeout       = 5 * time.Second, 100 * time.Millisecond, time.Minute
 	defaultFirstByteTimeout, minFirstByteTimeout, maxFirstByteTimeout = 2 * time.Minute, time.Second, time.Hour
@@ -86,7 +88,10 @@ func buildLimits(r *LimitsDoc, c *Config) (err error) {
 	if r == nil {
 		r = &LimitsDoc{}
 	}
-	c.limits.MaxBodyBytes, err = intIn(r.MaxBodyBytes, defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes, "limits.max_body_bytes")
+	if c.limits.MaxBodyBytes, err = intIn(r.MaxBodyBytes, defaultMaxBodyBytes, minMaxBodyBytes, maxMaxBodyBytes, "limits.max_body_bytes"); err != nil {
+		return err
+	}
+	c.limits.MaxAudioBytes, err = intIn(r.MaxAudioBytes, defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes, "limits.max_audio_bytes")
 	return err
 }
 

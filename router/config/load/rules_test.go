@@ -40,6 +40,8 @@ func TestSemanticRules(t *testing.T) {
 		// limits, upstream, shutdown, log, decision log, readiness
 		{"body too small", []edit{set("limits.max_body_bytes", 1023)}, nil, "config: limits.max_body_bytes: must be 1024-67108864"},
 		{"body too big", []edit{set("limits.max_body_bytes", 67108865)}, nil, "config: limits.max_body_bytes: must be 1024-67108864"},
+		{"audio too small", []edit{set("limits.max_audio_bytes", 1023)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
+		{"audio too big", []edit{set("limits.max_audio_bytes", 1073741825)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
 		{"connect short", []edit{set("upstream.connect_timeout", "99ms")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"connect negative", []edit{set("upstream.connect_timeout", "-1s")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"first byte long", []edit{set("upstream.first_byte_timeout", "61m")}, nil, "config: upstream.first_byte_timeout: must be 1s-1h"},
