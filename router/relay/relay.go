@@ -210,6 +210,9 @@ func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Re
 	if err != nil {
 		return nil, err
 	}
+	if _, streamed := body.(*streamBody); streamed {
+		req.ContentLength = -1 // unknown: chunked, headers first, no probing read of the body
+	}
 	accept := "application/json"
 	if up.Stream {
 		accept = "text/event-stream"

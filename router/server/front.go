@@ -47,10 +47,14 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 		}
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
-			RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
+			PassThrough: ep == routing.AudioSpeech, // audio bytes, relayed as they come
+			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
 		c.Abort() // the relay wrote the response
+		if res.Cut {
+			panic(http.ErrAbortHandler) // a broken byte stream must look broken, never cleanly ended
+		}
 	}
 }
 

@@ -45,7 +45,13 @@ func (m *member) URL() string { return m.srv.URL }
 
 func startMember(t *testing.T, model string, seed uint64) *member {
 	t.Helper()
-	fake, err := fakevllm.NewServer(fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed})
+	return startMemberWith(t, fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed})
+}
+
+// startMemberWith starts a member with the given options (models, adapters, audio bound).
+func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
+	t.Helper()
+	fake, err := fakevllm.NewServer(opts)
 	require.NoError(t, err)
 	m := &member{fake: fake, entered: make(chan struct{}, 64)}
 	h := fake.Handler()
@@ -141,7 +147,7 @@ func env(k string) (string, bool) {
 	return "", false
 }
 
-func startRouter(t *testing.T, yaml string) *router {
+func startRouter(t testing.TB, yaml string) *router {
 	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
@@ -152,8 +158,8 @@ func startRouter(t *testing.T, yaml string) *router {
 	r := &router{srv: srv, done: make(chan string, 1024)}
 	h := srv.Handler()
 	r.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		defer func() { r.done <- req.URL.Path }() // also when the handler aborts the connection
 		h.ServeHTTP(w, req)
-		r.done <- req.URL.Path
 	}))
 	t.Cleanup(func() {
 		r.http.CloseClientConnections()
