@@ -58,6 +58,16 @@ func (rig *audioRig) upstreamCalls() int64 {
 	return rig.audio.calls.Load() + rig.text.calls.Load() + totalCalls(rig.replicas)
 }
 
+// reached reports whether a request with this X-Request-ID reached any member (so far).
+func (rig *audioRig) reached(id string) bool {
+	for _, m := range append([]*member{rig.audio, rig.text}, rig.replicas...) {
+		if _, ok := m.ids.Load(id); ok {
+			return true
+		}
+	}
+	return false
+}
+
 // audioForm builds a form as the OpenAI SDKs do: the fields first, in order, then the file.
 func audioForm(t *testing.T, fields [][2]string, fileName string, file []byte) (string, []byte) {
 	t.Helper()
@@ -79,10 +89,19 @@ func audioForm(t *testing.T, fields [][2]string, fileName string, file []byte) (
 // postRaw posts body with a content type (and the caller token when auth is set) and reads the answer.
 func (r *router) postRaw(t *testing.T, ctx context.Context, path, contentType string, body io.Reader, auth bool) (*http.Response, []byte, error) {
 	t.Helper()
+	return r.postID(t, ctx, path, contentType, body, auth, "")
+}
+
+// postID is postRaw with the caller's X-Request-ID (none when id is empty).
+func (r *router) postID(t *testing.T, ctx context.Context, path, contentType string, body io.Reader, auth bool, id string) (*http.Response, []byte, error) {
+	t.Helper()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, r.http.URL+path, body)
 	require.NoError(t, err)
 	if auth {
 		req.Header.Set("Authorization", "Bearer "+callerToken)
+	}
+	if id != "" {
+		req.Header.Set("X-Request-ID", id)
 	}
 	req.Header.Set("Content-Type", contentType)
 	resp, err := http.DefaultClient.Do(req)

@@ -170,6 +170,7 @@ func (s *Server) readyz(c *gin.Context) {
 // admissionState is the admin view of every tier's admission snapshot.
 func (s *Server) admissionState(c *gin.Context) {
 	out := snapshotsJSON(s.router.Admission().Snapshots())
+	s.addReadiness(out)
 	s.addHealth(out, s.now())
 	c.JSON(http.StatusOK, out)
 }
@@ -206,6 +207,21 @@ func (s *Server) addHealth(tiers []tierJSON, now time.Time) {
 	}
 }
 
+// addReadiness adds each replica member's latest completed readiness verdict: "ready", or the fixed
+// reason it is out (unprobed, unreachable, unhealthy, wrong_model, extra_model, redirected).
+func (s *Server) addReadiness(tiers []tierJSON) {
+	for i := range tiers {
+		verdicts := s.prober.State().Verdicts(tiers[i].ID)
+		for j := range tiers[i].Members {
+			for _, v := range verdicts {
+				if v.Member == tiers[i].Members[j].ID {
+					tiers[i].Members[j].Readiness = v.Verdict.String()
+				}
+			}
+		}
+	}
+}
+
 type memberJSON struct {
 	ID             string      `json:"id"`
 	State          string      `json:"state"`
@@ -213,6 +229,7 @@ type memberJSON struct {
 	Draining       bool        `json:"draining"`
 	Active         int64       `json:"active_requests"`
 	MaxConcurrency int64       `json:"max_concurrency"`
+	Readiness      string      `json:"readiness,omitempty"` // the latest probe verdict (readiness.Verdict)
 	PassiveHealth  *healthJSON `json:"passive_health,omitempty"`
 }
 

@@ -39,6 +39,7 @@ type member struct {
 	srv     *httptest.Server
 	calls   atomic.Int64
 	entered chan struct{} // receives (without blocking) when a generation request arrives
+	ids     sync.Map      // X-Request-Id of every generation request that arrived
 }
 
 func (m *member) URL() string { return m.srv.URL }
@@ -61,6 +62,7 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 			return
 		}
 		m.calls.Add(1)
+		m.ids.Store(r.Header.Get("X-Request-Id"), true)
 		select {
 		case m.entered <- struct{}{}:
 		default:
