@@ -46,6 +46,9 @@ func TestDemoDrivesAWorkload(t *testing.T) {
 	assert.Contains(t, out, "drove 20 requests (20 ok)")
 	assert.Contains(t, out, "demo-replicas/vllm-0")
 	assert.Contains(t, out, "demo-replicas/vllm-1")
+	assert.Regexp(t, `/v1/audio/transcriptions +[1-9]\d* ok`, out, "the demo transcribes through the direct audio tier")
+	assert.Regexp(t, `/v1/audio/speech +[1-9]\d* ok`, out, "and speaks through it")
+	assert.Contains(t, out, "tier demo-audio records=")
 	assert.Contains(t, out, "replica_scheduler decisions=")
 	assert.Contains(t, out, "attempts=20")
 }
