@@ -258,3 +258,21 @@ func TestUploadCallerLeaves(t *testing.T) {
 	assertSettled(t, rig.r.snapshot(t, "audio"))
 	assert.Zero(t, rig.audio.fake.Metrics().Submitted)
 }
+
+// TestUpstreamRefusesMidUpload: a member that refuses an upload before it has all of it (its own
+// file bound is lower than the router's) is answered through as it is, while the rest of the upload
+// is still arriving: the caller gets the member's 400, recorded as the member's answer, one attempt.
+func TestUpstreamRefusesMidUpload(t *testing.T) {
+	rig := startAudioRig(t, "", func(o *fakevllm.Options) { o.MaxAudioBytes = 32 << 10 })
+	ct, body := audioForm(t, [][2]string{{"model", "whisper"}}, "long.wav", make([]byte, 4<<20))
+	resp, got, err := rig.r.postRaw(t, context.Background(), "/v1/audio/transcriptions", ct, io.MultiReader(bytes.NewReader(body)), true)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Contains(t, string(got), "audio_filesize_mb", "the member's own refusal")
+	rec := rig.r.lastRecord(t)
+	assert.Equal(t, decisionlog.OutcomeUpstreamHTTPError, rec.Outcome)
+	assert.Equal(t, 400, rec.Status)
+	assert.Equal(t, 1, rec.Attempts)
+	assert.Equal(t, int64(1), rig.audio.calls.Load())
+	assertSettled(t, rig.r.snapshot(t, "audio"))
+}
