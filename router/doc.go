@@ -12,15 +12,16 @@
 //     rechecks ceilings, ranks (capacity) or advances the cursor (round robin), and reserves tier and
 //     member together.
 //   - scheduler: the pure capacity scheduler: pressure normalization, candidates, scores, Rank.
-//   - relay: exactly one upstream attempt, ordinary or SSE; its ending is classified by
-//     decisionlog.Terminal.
+//   - relay: exactly one upstream attempt, ordinary, SSE or passed through (audio); its ending is
+//     classified by decisionlog.Terminal.
 //   - decisionlog: outcomes, the terminal classification, one bounded, metadata-only record per request.
 //
 // Around that path: ident (the contract's grammars and bounds, a pure leaf), config (the validated
 // model) and config/load (YAML files and viper, the only viper user), readiness (member served-model
 // probes, core plus prober shell), pressure (the single-flight cache core) and pressure/scrape (its
-// HTTP shell and the vLLM /metrics parser), and capacity (the operator views: the validated capacity
-// JSON and the Prometheus collector, read from the same snapshots without scheduling anything).
+// HTTP shell and the vLLM /metrics parser), capacity (the operator views: the validated capacity
+// JSON and the Prometheus collector, read from the same snapshots without scheduling anything),
+// and audioform (the audio upload's multipart form, read in one streaming pass).
 //
 // Pure cores take time as a value; shells own goroutines, clocks and I/O. The simulator drives the same
 // cores on virtual time.

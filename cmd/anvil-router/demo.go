@@ -23,7 +23,11 @@ var demoYAML string
 type demoEnv struct {
 	replicas *fakevllm.Cluster
 	direct   *fakevllm.Cluster
+	audio    *fakevllm.Cluster // a speech model: transcriptions, translations and speech
 }
+
+// demoAudioModel is the audio member's served model.
+const demoAudioModel = "demo/whisper-large-v3"
 
 func startDemoMembers(ctx context.Context) (*demoEnv, error) {
 	replicas, err := fakevllm.StartCluster(ctx, fakevllm.Options{Models: []string{"demo/llama-3.1-8b"}, Seed: 1}, 2)
@@ -35,12 +39,19 @@ func startDemoMembers(ctx context.Context) (*demoEnv, error) {
 		_ = replicas.Close()
 		return nil, err
 	}
-	return &demoEnv{replicas: replicas, direct: direct}, nil
+	audio, err := fakevllm.StartCluster(ctx, fakevllm.Options{Models: []string{demoAudioModel}, Seed: 3}, 1)
+	if err != nil {
+		_ = replicas.Close()
+		_ = direct.Close()
+		return nil, err
+	}
+	return &demoEnv{replicas: replicas, direct: direct, audio: audio}, nil
 }
 
 func (d *demoEnv) Close() {
 	_ = d.replicas.Close()
 	_ = d.direct.Close()
+	_ = d.audio.Close()
 }
 
 // demoConfig renders the embedded demo config around the members' ephemeral addresses.
@@ -50,7 +61,8 @@ func demoConfig(d *demoEnv, listen, apiToken, adminToken string) (config.Config,
 		return config.Config{}, err
 	}
 	var buf bytes.Buffer
-	if err := tmpl.Execute(&buf, map[string]any{"Replicas": d.replicas.URLs(), "Direct": d.direct.URLs()[0]}); err != nil {
+	if err := tmpl.Execute(&buf, map[string]any{"Replicas": d.replicas.URLs(), "Direct": d.direct.URLs()[0],
+		"Audio": d.audio.URLs()[0], "AudioModel": demoAudioModel}); err != nil {
 		return config.Config{}, err
 	}
 	over := map[string]string{config.EnvAPIToken: apiToken, config.EnvAdminToken: adminToken}
@@ -113,6 +125,8 @@ func printBanner(out io.Writer, base, apiToken, adminToken string) {
 	fmt.Fprintf(out, "  try: curl -sS %s/v1/chat/completions -H 'Authorization: Bearer %s' "+
 		"-H 'Content-Type: application/json' "+
 		`-d '{"model":"demo-chat","messages":[{"role":"user","content":"hello"}],"max_tokens":16}'`+"\n", base, apiToken)
+	fmt.Fprintf(out, "  transcribe: curl -sS %s/v1/audio/transcriptions -H 'Authorization: Bearer %s' "+
+		"-F model=demo-whisper -F file=@clip.wav\n", base, apiToken)
 	fmt.Fprintf(out, "  capacity:  curl -sS %s/admin/v1/capacity -H 'Authorization: Bearer %s'\n", base, adminToken)
 	fmt.Fprintf(out, "  metrics:   curl -sS %s/metrics -H 'Authorization: Bearer %s'\n\n", base, adminToken)
 }

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"sort"
 	"strings"
@@ -26,18 +28,26 @@ type shot struct {
 	path, alias, body string
 	stream            bool
 	done              string // the marker a complete stream ends with
+	upload            string // the file name of a multipart audio upload (body holds its form fields)
+	audio             bool   // the answer is a WAV file
 }
 
+// demoClip is the demo's uploaded audio: one second of 16 kHz 16-bit mono silence, as a WAV file.
+var demoClip = wavSilence(16000)
+
 var shots = []shot{
-	{"/v1/chat/completions", "demo-chat", `"messages":[{"role":"user","content":"Tell me about anvils."}],"max_tokens":24`, false, ""},
-	{"/v1/chat/completions", "demo-chat", `"messages":[{"role":"user","content":"Stream a haiku."}],"max_tokens":32,"stream":true,"stream_options":{"include_usage":true}`, true, "data: [DONE]"},
-	{"/v1/responses", "demo-chat", `"input":"Summarize continuous batching.","max_output_tokens":24,"stream":true`, true, "response.completed"},
-	{"/v1/completions", "demo-chat", `"prompt":"Once upon a time","max_tokens":16`, false, ""},
-	{"/v1/chat/completions", "demo-direct", `"messages":[{"role":"user","content":"Hi direct tier."}],"max_tokens":8`, false, ""},
+	{"/v1/chat/completions", "demo-chat", `"messages":[{"role":"user","content":"Tell me about anvils."}],"max_tokens":24`, false, "", "", false},
+	{"/v1/chat/completions", "demo-chat", `"messages":[{"role":"user","content":"Stream a haiku."}],"max_tokens":32,"stream":true,"stream_options":{"include_usage":true}`, true, "data: [DONE]", "", false},
+	{"/v1/responses", "demo-chat", `"input":"Summarize continuous batching.","max_output_tokens":24,"stream":true`, true, "response.completed", "", false},
+	{"/v1/completions", "demo-chat", `"prompt":"Once upon a time","max_tokens":16`, false, "", "", false},
+	{"/v1/chat/completions", "demo-direct", `"messages":[{"role":"user","content":"Hi direct tier."}],"max_tokens":8`, false, "", "", false},
+	{"/v1/audio/transcriptions", "demo-whisper", "language=en", false, "", "clip.wav", false},
+	{"/v1/audio/speech", "demo-whisper", `"input":"Anvils ring when struck.","voice":"alloy"`, false, "", "", true},
 }
 
 type driveReport struct {
 	sent, ok int
+	byPath   map[string]int // successful requests per route
 	failures map[string]int
 	elapsed  time.Duration
 }
@@ -46,20 +56,22 @@ type driveReport struct {
 func drive(ctx context.Context, base, token string, n int) (driveReport, error) {
 	client := &http.Client{Timeout: time.Minute}
 	jobs := make(chan int)
-	rep := driveReport{failures: map[string]int{}}
+	rep := driveReport{byPath: map[string]int{}, failures: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range driveConcurrency {
 		wg.Go(func() {
 			for i := range jobs {
-				err := send(ctx, client, base, token, shots[i%len(shots)])
+				s := shots[i%len(shots)]
+				err := send(ctx, client, base, token, s)
 				mu.Lock()
 				rep.sent++
 				if err != nil {
 					rep.failures[err.Error()]++
 				} else {
 					rep.ok++
+					rep.byPath[s.path]++
 				}
 				mu.Unlock()
 			}
@@ -81,13 +93,19 @@ func drive(ctx context.Context, base, token string, n int) (driveReport, error) 
 }
 
 func send(ctx context.Context, client *http.Client, base, token string, s shot) error {
-	body := `{"model":"` + s.alias + `",` + s.body + `}`
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+s.path, strings.NewReader(body))
+	body, contentType := []byte(`{"model":"`+s.alias+`",`+s.body+`}`), "application/json"
+	if s.upload != "" {
+		var err error
+		if body, contentType, err = uploadForm(s); err != nil {
+			return err
+		}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+s.path, bytes.NewReader(body))
 	if err != nil {
 		return err
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Content-Type", contentType)
 	resp, err := client.Do(req)
 	if err != nil {
 		return errors.New("transport error")
@@ -96,6 +114,9 @@ func send(ctx context.Context, client *http.Client, base, token string, s shot) 
 	if resp.StatusCode != http.StatusOK {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		return fmt.Errorf("status %d on %s", resp.StatusCode, s.path)
+	}
+	if s.audio {
+		return checkWAV(resp)
 	}
 	if !s.stream {
 		_, err := io.Copy(io.Discard, resp.Body)
@@ -118,9 +139,78 @@ func send(ctx context.Context, client *http.Client, base, token string, s shot) 
 	return nil
 }
 
+// uploadForm is a shot's multipart form as the OpenAI SDKs send it: the fields (model first), then
+// the file.
+func uploadForm(s shot) ([]byte, string, error) {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	fields := [][2]string{{"model", s.alias}}
+	for _, kv := range strings.Split(s.body, "&") {
+		if k, v, ok := strings.Cut(kv, "="); ok {
+			fields = append(fields, [2]string{k, v})
+		}
+	}
+	for _, f := range fields {
+		if err := mw.WriteField(f[0], f[1]); err != nil {
+			return nil, "", err
+		}
+	}
+	w, err := mw.CreateFormFile("file", s.upload)
+	if err != nil {
+		return nil, "", err
+	}
+	if _, err := w.Write(demoClip); err != nil {
+		return nil, "", err
+	}
+	if err := mw.Close(); err != nil {
+		return nil, "", err
+	}
+	return buf.Bytes(), mw.FormDataContentType(), nil
+}
+
+// checkWAV reads a speech answer whole and checks it is a complete WAV file.
+func checkWAV(resp *http.Response) error {
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return errors.New("speech read error")
+	}
+	if resp.Header.Get("Content-Type") != "audio/wav" || len(b) < 44 || string(b[:4]) != "RIFF" || string(b[8:12]) != "WAVE" ||
+		int(binary.LittleEndian.Uint32(b[40:44])) != len(b)-44 {
+		return errors.New("speech answer is not a complete WAV file")
+	}
+	return nil
+}
+
+// wavSilence is a WAV file of n samples of 16 kHz 16-bit mono silence.
+func wavSilence(n int) []byte {
+	data := 2 * n
+	b := make([]byte, 44+data)
+	copy(b, "RIFF")
+	binary.LittleEndian.PutUint32(b[4:], uint32(36+data))
+	copy(b[8:], "WAVEfmt ")
+	binary.LittleEndian.PutUint32(b[16:], 16)    // fmt chunk size
+	binary.LittleEndian.PutUint16(b[20:], 1)     // PCM
+	binary.LittleEndian.PutUint16(b[22:], 1)     // mono
+	binary.LittleEndian.PutUint32(b[24:], 16000) // sample rate
+	binary.LittleEndian.PutUint32(b[28:], 32000) // byte rate
+	binary.LittleEndian.PutUint16(b[32:], 2)     // block align
+	binary.LittleEndian.PutUint16(b[34:], 16)    // bits per sample
+	copy(b[36:], "data")
+	binary.LittleEndian.PutUint32(b[40:], uint32(data))
+	return b
+}
+
 func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.Server) {
 	fmt.Fprintf(out, "drove %d requests (%d ok) in %s with %d concurrent clients\n",
 		rep.sent, rep.ok, rep.elapsed.Round(time.Millisecond), driveConcurrency)
+	paths := make([]string, 0, len(rep.byPath))
+	for p := range rep.byPath {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		fmt.Fprintf(out, "  %-26s %4d ok\n", p, rep.byPath[p])
+	}
 	msgs := make([]string, 0, len(rep.failures))
 	for msg := range rep.failures {
 		msgs = append(msgs, msg)
@@ -137,6 +227,9 @@ func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.S
 	}
 	met := members.direct.Members()[0].Server().Metrics()
 	fmt.Fprintf(out, "  demo-single (direct)   %4d requests, %6d generated tokens\n", met.Success.Total(), met.GenerationTokens)
+	met = members.audio.Members()[0].Server().Metrics()
+	fmt.Fprintf(out, "  demo-audio (direct)    %4d requests, %6d generated tokens (transcript words, audio tokens)\n",
+		met.Success.Total(), met.GenerationTokens)
 	fmt.Fprintln(out, "\ndecision summary:")
 	fmt.Fprint(out, decisionlog.Summarize(srv.Decisions().Recent(1<<30)).Text())
 }

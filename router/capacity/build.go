@@ -19,7 +19,8 @@ type PressureReader interface {
 const maxCount = 1<<53 - 1
 
 // Read is the capacity view of src: Build over one admission snapshot per tier and one Peek per
-// capacity tier, then each replica tier's passive health (AttachHealth), read last. Without an
+// capacity tier, then each replica member's readiness verdict and passive health (AttachReadiness,
+// AttachHealth), read last. Without an
 // admission source every tier is unavailable.
 func Read(plan []TierSpec, src Sources) Document {
 	var snaps []admission.Snapshot
@@ -27,6 +28,7 @@ func Read(plan []TierSpec, src Sources) Document {
 		snaps = src.Admission.Snapshots()
 	}
 	doc := Build(plan, snaps, src.Pressure)
+	AttachReadiness(doc.Tiers, src.Readiness)
 	AttachHealth(doc.Tiers, src.Health)
 	return doc
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/health"
+	"github.com/anvil-llm/anvil/router/readiness"
 )
 
 // fixedHealth answers a tier's passive health from a map; a tier it lacks does not track it.
@@ -160,4 +161,35 @@ func TestCollectorShowsQueueAndHealth(t *testing.T) {
 	}
 	assert.Equal(t, 3.0, value(t, f, "anvil_router_member_passive_health_ejections_total", "tier", "rr", "member", "b"))
 	assert.Len(t, f["anvil_router_member_passive_health_ejections_total"].GetMetric(), 2, "only members with passive health")
+}
+
+// TestReadinessJoinsTheMembers: each replica member carries its latest completed verdict in both
+// views; a verdict for a member the tier does not have, or outside the readiness verdicts, is not
+// shown, and direct tiers carry none.
+func TestReadinessJoinsTheMembers(t *testing.T) {
+	src, plan, _ := fixtureSources(t)
+	verdicts := fixtureReadiness()
+	verdicts["rr"] = append(verdicts["rr"], readiness.MemberVerdict{Member: "ghost", Verdict: readiness.Ready})
+	verdicts["pool"][0].Verdict = readiness.Verdict(200) // "failed": not a verdict
+	src.Readiness = verdicts
+	doc := capacity.Read(plan, src)
+	got := map[string]string{}
+	for _, tier := range doc.Tiers {
+		for _, m := range tier.Members {
+			got[tier.ID+"/"+m.ID] = m.Readiness
+		}
+	}
+	assert.Equal(t, map[string]string{"rr/a": "ready", "rr/b": "unhealthy", "pool/failed": "",
+		"pool/fresh": "ready", "pool/malformed": "ready", "pool/silent": "unprobed", "pool/stale": "wrong_model"}, got)
+
+	view := capacity.AdmissionView(src.Admission.Snapshots())
+	capacity.AttachReadiness(view, src.Readiness)
+	for _, tier := range view {
+		for _, m := range tier.Members {
+			assert.Equal(t, got[tier.ID+"/"+m.ID], m.Readiness, "both views agree")
+		}
+	}
+	out, err := json.Marshal(tierByID(t, doc, "rr"))
+	require.NoError(t, err)
+	assert.Contains(t, string(out), `"max_concurrency":0,"readiness":"unhealthy"`)
 }

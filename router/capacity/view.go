@@ -49,8 +49,8 @@ type Queue struct {
 
 // Member is one replica member. Reason is never set by the admission or capacity view (the spec keeps
 // member reasons off those surfaces); the transition answer, which reports what an operator just did,
-// fills it. Telemetry is set for capacity-tier members in the capacity view only; PassiveHealth, in
-// both views, for members of replica tiers with passive health (AttachHealth).
+// fills it. Telemetry is set for capacity-tier members in the capacity view only; Readiness
+// (AttachReadiness) and PassiveHealth (AttachHealth, tiers with passive health) in both views.
 type Member struct {
 	ID             string         `json:"id"`
 	State          string         `json:"state"`
@@ -58,6 +58,7 @@ type Member struct {
 	Draining       bool           `json:"draining"`
 	Active         int64          `json:"active_requests"`
 	MaxConcurrency int64          `json:"max_concurrency"`
+	Readiness      string         `json:"readiness,omitempty"` // the latest completed probe verdict
 	PassiveHealth  *PassiveHealth `json:"passive_health,omitempty"`
 	Telemetry      *Telemetry     `json:"telemetry,omitempty"`
 }
@@ -70,6 +71,31 @@ type PassiveHealth struct {
 	Streak       int        `json:"streak"`
 	Ejections    uint64     `json:"ejections"`
 	EjectedUntil *time.Time `json:"ejected_until,omitempty"`
+}
+
+// AttachReadiness gives every member of each available replica tier its latest completed readiness
+// verdict ("ready", or the fixed reason it is out: unprobed, unreachable, unhealthy, wrong_model,
+// extra_model, redirected). A verdict for a member the tier does not have, or outside the readiness
+// package's verdicts, is not shown. A nil reader attaches nothing.
+func AttachReadiness(tiers []Tier, r ReadinessReader) {
+	if r == nil {
+		return
+	}
+	for i := range tiers {
+		t := &tiers[i]
+		if !t.Available || t.Kind != admission.KindReplica {
+			continue
+		}
+		for _, v := range r.Verdicts(t.ID) {
+			if name := v.Verdict.String(); name != "invalid" {
+				for j := range t.Members {
+					if t.Members[j].ID == v.Member {
+						t.Members[j].Readiness = name
+					}
+				}
+			}
+		}
+	}
 }
 
 // HealthReader returns a replica tier's passive-health state, one entry per member sorted by ID, read

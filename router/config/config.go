@@ -72,6 +72,9 @@ type Limits struct {
 	// MaxInflightBodyBytes bounds the request bodies being read and parsed at once, counted by their
 	// declared length (MaxBodyBytes when unknown); a request that does not fit is refused with 503.
 	MaxInflightBodyBytes int64
+	// MaxAudioBytes bounds a whole multipart audio upload (file, other fields and framing together),
+	// which streams through instead of being held.
+	MaxAudioBytes int64
 }
 
 // Upstream bounds every relayed attempt.

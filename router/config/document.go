@@ -43,6 +43,7 @@ type AuthDoc struct {
 type LimitsDoc struct {
 	MaxBodyBytes         *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
 	MaxInflightBodyBytes *int64 `mapstructure:"max_inflight_body_bytes" yaml:"max_inflight_body_bytes,omitempty"`
+	MaxAudioBytes        *int64 `mapstructure:"max_audio_bytes" yaml:"max_audio_bytes,omitempty"`
 }
 
 // UpstreamDoc is the upstream section of a Document.

@@ -39,6 +39,7 @@ type normAuth struct {
 type normLimits struct {
 	MaxBodyBytes         int64 `yaml:"max_body_bytes"`
 	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
+	MaxAudioBytes        int64 `yaml:"max_audio_bytes"`
 }
 
 type normUpstream struct {

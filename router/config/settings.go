@@ -17,6 +17,8 @@ const (
 	// value it equals, so the default always admits a largest body): 64 MiB parses 64 bodies of 1 MiB
 	// at once, or thousands of ordinary chat bodies.
 	defaultMaxInflightBodyBytes, maxMaxInflightBodyBytes = 64 << 20, 8 << 30
+	// A 25 MiB file (OpenAI's and vLLM's bound of one audio file) and the rest of its form.
+	defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes = 26 << 20, 1 << 10, 1 << 30
 
 	defaultConnectTimeout, minConnectTimeout, maxConnectTimeout       = 5 * time.Second, 100 * time.Millisecond, time.Minute
 	defaultFirstByteTimeout, minFirstByteTimeout, maxFirstByteTimeout = 2 * time.Minute, time.Second, time.Hour
@@ -98,6 +100,10 @@ func buildLimits(r *LimitsDoc, c *Config) (err error) {
 	// One largest body must fit in the budget, or it could never be read.
 	c.limits.MaxInflightBodyBytes, err = intIn(r.MaxInflightBodyBytes, max(defaultMaxInflightBodyBytes, c.limits.MaxBodyBytes),
 		c.limits.MaxBodyBytes, maxMaxInflightBodyBytes, "limits.max_inflight_body_bytes")
+	if err != nil {
+		return err
+	}
+	c.limits.MaxAudioBytes, err = intIn(r.MaxAudioBytes, defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes, "limits.max_audio_bytes")
 	return err
 }
 

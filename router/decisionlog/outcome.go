@@ -20,17 +20,22 @@ const (
 	// OutcomeInternalError: the router itself failed (a panic) after admission, while it held the
 	// lease; the record keeps the attempt count and the selection it had reached.
 	OutcomeInternalError Outcome = "internal_error"
+	// OutcomeBodyRefused: the router refused the caller's streamed request body after the upstream
+	// attempt had begun (an audio upload past limits.max_audio_bytes, or a form that broke its rules
+	// after its head) and abandoned the attempt before the upstream had a complete request.
+	OutcomeBodyRefused Outcome = "body_refused"
 )
 
 // Outcomes lists every outcome in a fixed order: reports list outcomes in this order.
 func Outcomes() []Outcome {
 	return []Outcome{OutcomeSuccess, OutcomeRefused, OutcomeNotAdmitted, OutcomeUpstreamHTTPError,
 		OutcomeUpstreamTimeout, OutcomeUpstreamTransportError, OutcomeClientCanceled,
-		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown, OutcomeInternalError}
+		OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown, OutcomeInternalError,
+		OutcomeBodyRefused}
 }
 
 // NumOutcomes is the number of defined outcomes.
-const NumOutcomes = 11
+const NumOutcomes = 12
 
 // Index returns o's position in Outcomes, or -1 for an undefined outcome: reports count outcomes in
 // arrays indexed by it.
@@ -58,6 +63,8 @@ func (o Outcome) Index() int {
 		return 9
 	case OutcomeInternalError:
 		return 10
+	case OutcomeBodyRefused:
+		return 11
 	}
 	return -1
 }
@@ -81,7 +88,8 @@ func (o Outcome) attemptRange() (lo, hi int, ok bool) {
 	case OutcomeClientCanceled, OutcomeInternalError:
 		return 0, 1, true
 	case OutcomeSuccess, OutcomeUpstreamHTTPError, OutcomeUpstreamTimeout,
-		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown:
+		OutcomeUpstreamTransportError, OutcomeMalformedStream, OutcomeStreamTruncated, OutcomeShutdown,
+		OutcomeBodyRefused:
 		return 1, 1, true
 	}
 	return 0, 0, false
@@ -117,13 +125,17 @@ const (
 	EndTimeout
 	// EndShutdown: the router's shutdown cut the attempt once shutdown_grace had passed.
 	EndShutdown
+	// EndBodyRefused: the router stopped sending a streamed request body because the caller's body
+	// broke a rule (a bound, the form grammar) before the upstream answered. The relay writes nothing:
+	// the router answers the caller with its own refusal (400 or 413).
+	EndBodyRefused
 	numEndings
 )
 
 // String names the ending.
 func (e Ending) String() string {
 	names := [numEndings]string{"complete", "http_error", "error_event", "transport", "cut", "malformed",
-		"client_cancel", "first_byte_timeout", "timeout", "shutdown"}
+		"client_cancel", "first_byte_timeout", "timeout", "shutdown", "body_refused"}
 	if e < numEndings {
 		return names[e]
 	}
@@ -141,7 +153,8 @@ const StatusClientClosed = 499
 //     error event) and the caller's status is wrote;
 //   - before anything is sent, the relay answers a failure with its own fixed error: 504 for a timeout,
 //     503 for a shutdown cut, 502 for a transport failure, a cut or a malformed stream; a caller who left
-//     sees nothing (499).
+//     sees nothing (499); a refused request body is answered by the router, 400 unless it says otherwise
+//     (413).
 //
 // Complete and HTTP-error answers are relayed, so their wrote is the upstream's status; an ending
 // outside the enum is a transport failure.
@@ -163,6 +176,8 @@ func Terminal(e Ending, wrote int) (Outcome, int) {
 		o, status = OutcomeUpstreamTimeout, 504
 	case EndShutdown:
 		o, status = OutcomeShutdown, 503
+	case EndBodyRefused:
+		o, status = OutcomeBodyRefused, 400
 	default:
 		o = OutcomeUpstreamTransportError
 	}

@@ -11,7 +11,7 @@ import (
 func TestOutcomeOrder(t *testing.T) {
 	want := []string{"success", "refused", "not_admitted", "upstream_http_error", "upstream_timeout",
 		"upstream_transport_error", "client_canceled", "malformed_stream", "stream_truncated", "shutdown",
-		"internal_error"}
+		"internal_error", "body_refused"}
 	all := Outcomes()
 	assert.Len(t, all, NumOutcomes)
 	for i, o := range all {
@@ -50,6 +50,8 @@ func TestTerminal(t *testing.T) {
 		{EndTimeout, 200, OutcomeUpstreamTimeout, 200},
 		{EndShutdown, 0, OutcomeShutdown, 503},
 		{EndShutdown, 200, OutcomeShutdown, 200},
+		{EndBodyRefused, 0, OutcomeBodyRefused, 400},
+		{EndBodyRefused, 413, OutcomeBodyRefused, 413},
 		{numEndings, 0, OutcomeUpstreamTransportError, 502},
 	}
 	for _, c := range cases {

@@ -30,14 +30,29 @@ type Option func(*Prober)
 func WithPassed(f func(tier, member string)) Option { return func(p *Prober) { p.passed = f } }
 
 // NewProber returns a prober for targets. interval is the pause between rounds; timeout bounds each
-// member's whole probe (both requests).
+// member's whole probe (both requests). The prober uses its own copy of client (nil: a dedicated
+// transport that never goes through an environment proxy) that never follows a redirect and keeps no
+// cookies, like the relay: a member answering 3xx is not ready, and its redirect target is never
+// contacted.
 func NewProber(client *http.Client, targets []Target, interval, timeout time.Duration, opts ...Option) *Prober {
 	ts := append([]Target(nil), targets...)
-	p := &Prober{client: client, targets: ts, state: NewState(ts), interval: interval, timeout: timeout}
+	p := &Prober{client: probeClient(client), targets: ts, state: NewState(ts), interval: interval, timeout: timeout}
 	for _, opt := range opts {
 		opt(p)
 	}
 	return p
+}
+
+// probeClient copies the caller's client (its transport and timeout only) so that a probe never
+// follows a redirect and never keeps a cookie; without a caller client the transport ignores
+// environment proxies.
+func probeClient(client *http.Client) *http.Client {
+	c := &http.Client{Transport: &http.Transport{Proxy: nil, MaxIdleConnsPerHost: 4}}
+	if client != nil {
+		c = &http.Client{Transport: client.Transport, Timeout: client.Timeout}
+	}
+	c.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return c
 }
 
 // record stores a completed verdict and announces a passed one.
@@ -100,24 +115,29 @@ func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict,
 	return Unprobed, ErrUnknownMember
 }
 
-// Probe checks one target: /v1/models first (identity), then /health.
+// Probe checks one target: /v1/models first (identity, see CheckModels), then /health.
 func (p *Prober) Probe(ctx context.Context, tg Target) Verdict {
 	ctx, cancel := context.WithTimeout(ctx, p.timeout)
 	defer cancel()
 	base := strings.TrimRight(tg.BaseURL, "/")
 	status, body, err := p.get(ctx, base+"/v1/models", maxModelsBody)
-	switch {
-	case err != nil:
-		return Unreachable
-	case status != http.StatusOK:
-		return Unhealthy
-	case !ListsExactly(body, tg.ServedModel):
-		return WrongModel
+	if v := answered(status, err); v != Ready {
+		return v
+	}
+	if v := CheckModels(body, tg.ServedModel); v != Ready {
+		return v
 	}
 	status, _, err = p.get(ctx, base+"/health", 64) // read (and so reuse the connection of) a short body
+	return answered(status, err)
+}
+
+// answered classifies one probe request's answer: Ready means 200.
+func answered(status int, err error) Verdict {
 	switch {
 	case err != nil:
 		return Unreachable
+	case status >= 300 && status < 400:
+		return Redirected
 	case status != http.StatusOK:
 		return Unhealthy
 	}

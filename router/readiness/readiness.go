@@ -1,13 +1,14 @@
 // Package readiness decides whether each replica member is ready to serve: its /v1/models must list
-// exactly the tier's served model and its /health must answer 200.
+// the tier's served model with exactly that ID, and nothing else but LoRA adapters of it, and its
+// /health must answer 200. Probes never follow a redirect.
 //
-// The package is a small core (State: the latest completed verdict per member, read without waiting) and
-// a thin shell (Prober: background probes with bounded timeouts). The request path only ever calls
-// State.Snapshot, which copies the last completed verdicts and never waits on I/O.
+// The package is a small core (State: the latest completed verdict per member, read without waiting;
+// CheckModels: the identity rule) and a thin shell (Prober: background probes with bounded timeouts).
+// The request path only ever calls State.Snapshot, which copies the last completed verdicts and never
+// waits on I/O.
 package readiness
 
 import (
-	"encoding/json"
 	"errors"
 	"sort"
 	"sync"
@@ -35,11 +36,17 @@ const (
 	Unreachable
 	// Unhealthy means /health answered something other than 200.
 	Unhealthy
-	// WrongModel means /v1/models answered but did not list exactly the served model.
+	// WrongModel means /v1/models answered 200 but did not list the served model (or was not a
+	// well-formed model list within its bound).
 	WrongModel
+	// ExtraModel means /v1/models listed the served model and another model that is not a LoRA
+	// adapter of it: a different base model on the same port is not the qualified replica.
+	ExtraModel
+	// Redirected means /v1/models or /health answered with a redirect, which probes never follow.
+	Redirected
 )
 
-var verdictNames = [...]string{"unprobed", "ready", "unreachable", "unhealthy", "wrong_model"}
+var verdictNames = [...]string{"unprobed", "ready", "unreachable", "unhealthy", "wrong_model", "extra_model", "redirected"}
 
 func (v Verdict) String() string {
 	if int(v) < len(verdictNames) {
@@ -121,17 +128,34 @@ func (s *State) Verdicts(tier string) []MemberVerdict {
 	return out
 }
 
-// ListsExactly reports whether an OpenAI /v1/models body lists exactly one model, the served one. A
-// member that serves extra models (adapters, another base model) is not the qualified replica the tier
-// declares, so it is not ready.
-func ListsExactly(body []byte, served string) bool {
-	var list struct {
-		Data []struct {
-			ID string `json:"id"`
-		} `json:"data"`
+// CheckModels applies the identity rule to an OpenAI /v1/models body: Ready when it lists the served
+// model with exactly that ID and every other entry is a LoRA adapter of it (its parent, or its root,
+// is the served model: vLLM lists adapters with parent = the base model's served name); ExtraModel
+// when it also lists any other model; WrongModel when it does not list the served model or is not a
+// well-formed model list. The body is read strictly: one JSON object with a "data" array of objects,
+// each with a string "id" and optional string-or-null "parent" and "root"; keys are exact, duplicate
+// keys and trailing data are refused.
+func CheckModels(body []byte, served string) Verdict {
+	models, ok := decodeModels(body)
+	if !ok {
+		return WrongModel
 	}
-	if err := json.Unmarshal(body, &list); err != nil {
-		return false
+	found, extra := false, false
+	for _, m := range models {
+		switch {
+		case m.id == served:
+			found = true
+		case m.parent == served || m.root == served:
+			// A LoRA adapter of the served model.
+		default:
+			extra = true
+		}
 	}
-	return len(list.Data) == 1 && list.Data[0].ID == served
+	switch {
+	case !found:
+		return WrongModel
+	case extra:
+		return ExtraModel
+	}
+	return Ready
 }

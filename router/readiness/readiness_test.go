@@ -2,6 +2,7 @@ package readiness
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -16,25 +17,91 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestListsExactly(t *testing.T) {
+// vllmList renders a /v1/models body in vLLM's shape (every field present, nulls included).
+func vllmList(entries ...string) string {
+	return `{"object":"list","data":[` + strings.Join(entries, ",") + `]}`
+}
+
+func base(id, root string) string {
+	return `{"id":"` + id + `","object":"model","created":1,"owned_by":"vllm","root":"` + root +
+		`","parent":null,"max_model_len":4096,"permission":[{"id":"modelperm-1","object":"model_permission"}]}`
+}
+
+func adapter(id, parent string) string {
+	return `{"id":"` + id + `","object":"model","created":1,"owned_by":"vllm","root":"/adapters/` + id +
+		`","parent":"` + parent + `","max_model_len":null,"permission":[]}`
+}
+
+func TestCheckModels(t *testing.T) {
 	cases := []struct {
 		name string
 		body string
-		want bool
+		want Verdict
 	}{
-		{"exact", `{"object":"list","data":[{"id":"m"}]}`, true},
-		{"other model", `{"object":"list","data":[{"id":"n"}]}`, false},
-		{"extra model", `{"object":"list","data":[{"id":"m"},{"id":"lora"}]}`, false},
-		{"empty list", `{"object":"list","data":[]}`, false},
-		{"case differs", `{"object":"list","data":[{"id":"M"}]}`, false},
-		{"not json", `<html>`, false},
-		{"wrong type", `{"data":"m"}`, false},
+		{"exact", `{"object":"list","data":[{"id":"m"}]}`, Ready},
+		{"vllm shape", vllmList(base("m", "/models/llama")), Ready},
+		{"two adapters of the served model", vllmList(base("m", "/models/llama"), adapter("sql-lora", "m"), adapter("chat-lora", "m")), Ready},
+		{"an entry rooted in the served model", vllmList(base("m", "m"), base("m-alias", "m")), Ready},
+		{"adapters listed first", vllmList(adapter("a", "m"), base("m", "m")), Ready},
+		{"another base model", vllmList(base("m", "m"), base("other", "other")), ExtraModel},
+		{"an adapter of another model", vllmList(base("m", "m"), adapter("a", "other")), ExtraModel},
+		{"another model and adapters", vllmList(base("m", "m"), adapter("a", "m"), base("n", "n")), ExtraModel},
+		{"other model only", vllmList(base("n", "n")), WrongModel},
+		{"adapters of the served model, but not the model", vllmList(adapter("a", "m")), WrongModel},
+		{"extra model, served model missing", vllmList(base("n", "n"), base("o", "o")), WrongModel},
+		{"empty list", `{"object":"list","data":[]}`, WrongModel},
+		{"case differs", `{"object":"list","data":[{"id":"M"}]}`, WrongModel},
+		{"id key case differs", `{"data":[{"ID":"m"}]}`, WrongModel},
+		{"duplicate id key", `{"data":[{"id":"n","id":"m"}]}`, WrongModel},
+		{"duplicate data key", `{"data":[{"id":"m"}],"data":[]}`, WrongModel},
+		{"parent of the wrong type", `{"data":[{"id":"m"},{"id":"a","parent":5}]}`, WrongModel},
+		{"root of the wrong type", `{"data":[{"id":"m","root":["m"]}]}`, WrongModel},
+		{"id of the wrong type", `{"data":[{"id":1}]}`, WrongModel},
+		{"empty id", `{"data":[{"id":"m"},{"id":""}]}`, WrongModel},
+		{"null entry", `{"data":[{"id":"m"},null]}`, WrongModel},
+		{"data not a list", `{"data":"m"}`, WrongModel},
+		{"no data", `{"object":"list"}`, WrongModel},
+		{"trailing data", `{"data":[{"id":"m"}]} {}`, WrongModel},
+		{"not json", `<html>`, WrongModel},
+		{"truncated", `{"data":[{"id":"m"}`, WrongModel},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			assert.Equal(t, c.want, ListsExactly([]byte(c.body), "m"))
+			assert.Equal(t, c.want, CheckModels([]byte(c.body), "m"))
 		})
 	}
+}
+
+func FuzzCheckModels(f *testing.F) {
+	f.Add(vllmList(base("m", "m"), adapter("a", "m")))
+	f.Add(vllmList(base("m", "m"), base("n", "n")))
+	f.Add(`{"data":[{"id":"m","id":"n"}]}`)
+	f.Add(`{"data":[{"id":"m"}]} x`)
+	f.Add(`{"data":[{"id":"m"}],"Data":[{"id":"x"}]}`)
+	f.Fuzz(func(t *testing.T, body string) {
+		v := CheckModels([]byte(body), "m")
+		require.Contains(t, []Verdict{Ready, WrongModel, ExtraModel}, v)
+		if v == WrongModel {
+			return
+		}
+		// Whatever the strict reader accepted, a plain exact-key decoding reads the same: the served
+		// model is listed, and Ready means every other entry names it as its parent or root.
+		var top map[string]any
+		require.NoError(t, json.Unmarshal([]byte(body), &top))
+		listed, others := false, false
+		for _, e := range top["data"].([]any) {
+			m := e.(map[string]any)
+			switch {
+			case m["id"] == "m":
+				listed = true
+			case m["parent"] == "m" || m["root"] == "m":
+			default:
+				others = true
+			}
+		}
+		assert.True(t, listed)
+		assert.Equal(t, v == ExtraModel, others)
+	})
 }
 
 // member is a controllable upstream: its model list and health status can change between probes.
@@ -188,6 +255,40 @@ func TestOversizedModelsBodyIsNotTrusted(t *testing.T) {
 	defer srv.Close()
 	p := NewProber(http.DefaultClient, []Target{{Tier: "t", Member: "a", BaseURL: srv.URL, ServedModel: "m"}}, time.Second, 2*time.Second)
 	assert.Equal(t, WrongModel, p.Probe(context.Background(), p.targets[0]))
+}
+
+// TestProbesNeverFollowRedirects: a member whose /v1/models or /health answers with a redirect is
+// not ready, with its reason, whether the prober has its own client or the caller's; the redirect
+// target, which would answer as a perfect member, is never contacted.
+func TestProbesNeverFollowRedirects(t *testing.T) {
+	target, elsewhere := newMember(t, "m")
+	for _, path := range []string{"/v1/models", "/health"} {
+		for name, caller := range map[string]*http.Client{"own client": nil, "caller's client": http.DefaultClient} {
+			t.Run(path+" "+name, func(t *testing.T) {
+				redirecting := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+					if r.URL.Path == path {
+						http.Redirect(w, r, elsewhere.URL+path, http.StatusFound)
+						return
+					}
+					memberHandler("m", false).ServeHTTP(w, r)
+				}))
+				defer redirecting.Close()
+				p := NewProber(caller, []Target{{Tier: "t", Member: "a", BaseURL: redirecting.URL, ServedModel: "m"}}, time.Hour, 2*time.Second)
+				p.ProbeAll(context.Background())
+				assert.Equal(t, []MemberVerdict{{"a", Redirected}}, p.State().Verdicts("t"))
+			})
+		}
+	}
+	assert.Zero(t, target.calls.Load(), "the redirect target was never contacted")
+}
+
+// TestVerdictNames pins the reasons operators see: they are part of the admission view's contract.
+func TestVerdictNames(t *testing.T) {
+	want := []string{"unprobed", "ready", "unreachable", "unhealthy", "wrong_model", "extra_model", "redirected"}
+	for i, name := range want {
+		assert.Equal(t, name, Verdict(i).String())
+	}
+	assert.Equal(t, "invalid", Verdict(len(want)).String())
 }
 
 // TestRunStopsWithContext: the first round starts at once, the next after the interval, and once the

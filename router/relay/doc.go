@@ -1,5 +1,6 @@
 // Package relay makes exactly one upstream attempt for an admitted request and writes the upstream's
-// answer to the caller: ordinary responses whole, SSE streams event by event with a flush after each.
+// answer to the caller: ordinary responses whole, SSE streams event by event with a flush after each,
+// and passed-through bodies (audio) read by read.
 //
 // The package never retries, never follows a redirect and never calls a second URL: one Do is one
 // dispatch (Result.Attempts is always 1). It knows nothing about leases; the caller owns the lease and
@@ -8,24 +9,33 @@
 // # What the upstream receives
 //
 // The upstream request is built from scratch, so no header of the caller's request (its Authorization,
-// cookies, hop-by-hop headers) can leak through. It carries only Content-Type: application/json, Accept
-// (text/event-stream for streams, application/json otherwise), Accept-Encoding: identity, a fixed
-// User-Agent, X-Request-ID when the ID is a valid header value, and Authorization: Bearer <APIKey> when an
-// upstream key is configured. The client's context is the parent of the upstream request's context, so a
-// client disconnect cancels the upstream call.
+// cookies, hop-by-hop headers) can leak through. It carries only Content-Type (Upstream.ContentType,
+// application/json by default), Accept (text/event-stream for streams, application/json otherwise),
+// Accept-Encoding: identity, a fixed User-Agent, X-Request-ID when the ID is a valid header value, and
+// Authorization: Bearer <APIKey> when an upstream key is configured. The client's context is the parent
+// of the upstream request's context, so a client disconnect cancels the upstream call.
+//
+// The body is Upstream.Body, or Upstream.BodyStream sent as it is read (chunked; never replayed). A read
+// error from a BodyStream is the caller refusing its own body mid-way (an upload over its bound, say):
+// the transport stops sending, the upstream never receives a complete request, and the attempt ends
+// with ErrRequestBody and the body_refused outcome without writing anything, for the caller to answer.
+// Do closes a BodyStream that is an io.Closer when it returns.
 //
 // # What the caller must do
 //
 // Pass an unwritten ResponseWriter (gin's and net/http's implement http.Flusher; others still get every
-// byte, unflushed) and the request's own context. Read the caller's request body to the end before Do:
-// net/http only notices a client disconnect, and cancels the request context, once the body is consumed.
-// A server WriteTimeout also bounds streams; Options.Timeout is the relay's own bound.
+// byte, unflushed) and the request's own context. Read the caller's request body to the end before Do,
+// or stream it through as the BodyStream: net/http only notices a client disconnect, and cancels the
+// request context, once the body is consumed (or its read fails). A server WriteTimeout also bounds
+// streams; Options.Timeout is the relay's own bound. When Result.Cut is set, abort the connection.
 //
 // # First byte
 //
 // The first byte is the first byte of the upstream response body (or the end of an empty body), not the
 // status line: vLLM sends SSE headers before it has a token. Nothing is written to the client before that
-// byte arrives, so every failure up to it gets a clean HTTP error.
+// byte arrives, so every failure up to it gets a clean HTTP error. The first-byte timeout runs from the
+// moment the request body has been sent: the start of Do for a byte body, the end of a BodyStream (an
+// upload may take longer than the answer); Options.Timeout runs from the start of Do either way.
 //
 // # What the client gets
 //
@@ -44,14 +54,23 @@
 //	  SSE malformed before the first event  502 malformed_stream
 //	  SSE ended before the first event      502 stream_truncated
 //	  client canceled                       nothing (Result.Status = 499)
+//	  BodyStream read failed                nothing (Result.Err = ErrRequestBody, outcome body_refused)
 //	ordinary response (any status)          upstream status, Content-Type, Retry-After on errors, the body
 //	                                        unchanged; non-2xx is outcome upstream_http_error, except:
 //	  401 or 403 from a keyed upstream      502 with a fixed error (Err = ErrUpstreamCredentials)
 //	  error carrying the upstream key       upstream status and clean Retry-After, fixed error body
+//	passed-through body (2xx, PassThrough,  status, Content-Type and Content-Length (when given) at once,
+//	not an event stream)                    then every read as it arrives, flushed: success at its end
+//	  announced over MaxResponseBytes       502 upstream_transport_error before anything is written
+//	  cut short, reset, or past the bound   stream_truncated (upstream_transport_error past the bound) and
+//	                                        Result.Cut: the caller aborts the connection
+//	  overall timeout mid-body              upstream_timeout and Result.Cut
 //	SSE (2xx, text/event-stream)            headers with the first well-formed block, then every block as it
 //	                                        arrives, flushed, with LF line endings
 //	  data: [DONE]                          relayed, then the relay stops: success
 //	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
+//	  audio terminal event                  transcript.text.done or speech.audio.done (OpenAI's audio
+//	                                        streams), then upstream EOF: success
 //	  upstream error event                  relayed unchanged; outcome upstream_http_error (first error wins);
 //	                                        one carrying the upstream key is replaced by a fixed error event
 //	  malformed or oversized event          the bad event is dropped; the client gets one

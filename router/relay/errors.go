@@ -35,8 +35,16 @@ var (
 	ErrMalformedEvent = errors.New("relay: malformed sse event")
 	// ErrEventTooLarge: an SSE event exceeded Options.MaxEventBytes.
 	ErrEventTooLarge = errors.New("relay: sse event too large")
-	// ErrTruncated: the upstream stream ended (cleanly or not) before its terminal event.
+	// ErrTruncated: the upstream stream ended (cleanly or not) before its terminal event, or a
+	// passed-through body ended before its end.
 	ErrTruncated = errors.New("relay: upstream stream truncated")
+	// ErrRequestBody: reading Upstream.BodyStream failed, that is the caller refused its own request
+	// body mid-way, before the upstream answered. Nothing was written: the caller answers.
+	ErrRequestBody = errors.New("relay: request body refused")
+
+	// errBadContentType: Upstream.ContentType is not a valid header value (a caller bug): the attempt
+	// fails as a transport error before anything is sent.
+	errBadContentType = errors.New("relay: invalid request content type")
 )
 
 // failure is how an attempt ended and why: what Result records and what the client is told. The zero

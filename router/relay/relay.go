@@ -33,7 +33,8 @@ type Options struct {
 	MaxResponseBytes int64
 	// MaxEventBytes bounds one SSE event, its lines and terminator included.
 	MaxEventBytes int
-	// FirstByteTimeout bounds the wait for the first response body byte, counted from the start of Do.
+	// FirstByteTimeout bounds the wait for the first response body byte, counted from the moment the
+	// request body has been sent: the start of Do for a byte body, the end of a streamed one.
 	FirstByteTimeout time.Duration
 	// Timeout bounds the whole attempt, streaming included.
 	Timeout time.Duration
@@ -43,12 +44,21 @@ type Options struct {
 
 // Upstream is the one call to make.
 type Upstream struct {
-	BaseURL   string // e.g. http://127.0.0.1:9001, no trailing slash
-	Path      string // e.g. /v1/chat/completions
-	Body      []byte // the JSON request body, sent unchanged
-	Stream    bool   // the caller asked for SSE: sets Accept; the response's Content-Type decides the relay mode
-	RequestID string // forwarded as X-Request-ID when it is a valid header value
-	APIKey    string // optional upstream credential, sent as a bearer token
+	BaseURL string // e.g. http://127.0.0.1:9001, no trailing slash
+	Path    string // e.g. /v1/chat/completions
+	Body    []byte // the request body, sent unchanged (ignored when BodyStream is set)
+	// BodyStream, when set, is the request body, sent as it is read (chunked: its length is unknown).
+	// A read error from it means the caller refused its own body mid-way: the attempt ends with
+	// ErrRequestBody and nothing is written (see the package doc). Do closes it when it can be closed.
+	BodyStream io.Reader
+	// ContentType is the request body's media type; "" means application/json.
+	ContentType string
+	Stream      bool // the caller asked for SSE: sets Accept; the response's Content-Type decides the relay mode
+	// PassThrough relays a successful (2xx) response that is not an event stream as it arrives, through
+	// a bounded buffer, instead of buffering it whole: for audio bytes. Error responses stay buffered.
+	PassThrough bool
+	RequestID   string // forwarded as X-Request-ID when it is a valid header value
+	APIKey      string // optional upstream credential, sent as a bearer token
 }
 
 // Result describes the attempt. It holds no URL, address, body or raw error text.
@@ -61,6 +71,10 @@ type Result struct {
 	Duration  time.Duration
 	// Wrote reports whether the response status line was committed to the client.
 	Wrote bool
+	// Cut reports a passed-through body that ended early after its headers were committed. Such a body
+	// has no in-band way to say so: the caller must abort the connection (in a net/http handler,
+	// panic(http.ErrAbortHandler)) so that the client sees a broken response, never a clean end.
+	Cut bool
 	// Err is nil on success, otherwise one of this package's sentinel errors.
 	Err error
 }
@@ -71,6 +85,8 @@ type Relay struct {
 	opts   Options
 	// readers recycles the per-attempt read buffer and SSE event buffers (*eventReader).
 	readers sync.Pool
+	// copyBufs recycles the pass-through copy buffers (*[]byte of passThroughBuffer bytes).
+	copyBufs sync.Pool
 }
 
 // New returns a Relay using a copy of client (nil: a dedicated keep-alive transport without proxies).
@@ -124,14 +140,24 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 		t := time.AfterFunc(r.opts.Timeout, func() { cancel(ErrTimeout) })
 		defer t.Stop()
 	}
-	var firstByte *time.Timer
-	if r.opts.FirstByteTimeout > 0 {
-		firstByte = time.AfterFunc(r.opts.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
-		defer firstByte.Stop()
-	}
+	firstByte := newFirstByteTimer(r.opts.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
+	defer firstByte.stop()
 
-	resp, err := r.send(upCtx, up)
+	var sb *streamBody
+	body := io.Reader(bytes.NewReader(up.Body))
+	if up.BodyStream != nil {
+		sb = &streamBody{r: up.BodyStream, ended: firstByte.start}
+		body = sb
+		defer sb.Close()
+	} else {
+		firstByte.start()
+	}
+	resp, err := r.send(upCtx, up, body)
 	if err != nil {
+		if ctx.Err() == nil && sb.failed() {
+			finish(w, res, failure{decisionlog.EndBodyRefused, ErrRequestBody})
+			return
+		}
 		finish(w, res, classify(ctx, upCtx, err))
 		return
 	}
@@ -142,7 +168,7 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 		finish(w, res, classify(ctx, upCtx, err))
 		return
 	}
-	if firstByte != nil && !firstByte.Stop() { // fired as the byte arrived: the upstream call is canceled
+	if !firstByte.stop() { // fired as the byte arrived: the upstream call is canceled
 		finish(w, res, classify(ctx, upCtx, context.Cause(upCtx)))
 		return
 	}
@@ -150,6 +176,10 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 
 	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
 		r.stream(ctx, upCtx, w, resp, er, res, up.APIKey)
+		return
+	}
+	if isSuccess(resp.StatusCode) && up.PassThrough {
+		r.passThrough(ctx, upCtx, w, resp, er.br, res)
 		return
 	}
 	r.ordinary(ctx, upCtx, w, resp, er.br, res, up.APIKey)
@@ -173,17 +203,29 @@ func (r *Relay) putReader(er *eventReader) {
 }
 
 // send builds the upstream request from scratch (no caller header can leak) and performs it once.
-func (r *Relay) send(ctx context.Context, up Upstream) (*http.Response, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.BaseURL+up.Path, bytes.NewReader(up.Body))
+// body is up.Body or the watched up.BodyStream; a body of another type than the byte reader has no
+// known length, so it goes chunked and is never replayed (a POST is not retried by the transport).
+func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, up.BaseURL+up.Path, body)
 	if err != nil {
 		return nil, err
+	}
+	if _, streamed := body.(*streamBody); streamed {
+		req.ContentLength = -1 // unknown: chunked, headers first, no probing read of the body
 	}
 	accept := "application/json"
 	if up.Stream {
 		accept = "text/event-stream"
 	}
+	contentType := "application/json"
+	if up.ContentType != "" {
+		if !validHeaderValue(up.ContentType) {
+			return nil, errBadContentType
+		}
+		contentType = up.ContentType
+	}
 	h := req.Header
-	h["Content-Type"] = []string{"application/json"}
+	h["Content-Type"] = []string{contentType}
 	h["Accept"] = []string{accept}
 	// Explicit identity keeps SSE bytes unbuffered by a decompressor and disables transparent gzip.
 	h["Accept-Encoding"] = []string{"identity"}
@@ -249,11 +291,11 @@ func writeFailed(ctx context.Context) failure {
 
 // finish records f and, if nothing has been written and the client is still there, sends the fixed
 // OpenAI-shaped error with decisionlog.Terminal's status. Once a status was committed, it stands and
-// the caller handles the in-band ending.
+// the caller handles the in-band ending. A refused request body is the caller's to answer.
 func finish(w http.ResponseWriter, res *Result, f failure) {
 	res.Outcome, res.Status = decisionlog.Terminal(f.end, res.Status)
 	res.Err = f.err
-	if res.Wrote || f.end == decisionlog.EndClientCancel {
+	if res.Wrote || f.end == decisionlog.EndClientCancel || f.end == decisionlog.EndBodyRefused {
 		return
 	}
 	writeError(w, res, f)

@@ -119,7 +119,7 @@ func (er *eventReader) field(line []byte) error {
 // eventInfo is what the relay needs to know about a well-formed event.
 type eventInfo struct {
 	done     bool // data: [DONE], the end of a chat/completions stream
-	terminal bool // a Responses API terminal event: the stream is complete once the upstream closes
+	terminal bool // a Responses or audio terminal event: the stream is complete once the upstream closes
 	failed   bool // the upstream reported an error in-band
 }
 
@@ -161,6 +161,10 @@ func inspect(ev event) (eventInfo, error) {
 	case "response.failed":
 		info.failed, info.terminal = true, true
 	case "response.completed", "response.incomplete":
+		info.terminal = true
+	case "transcript.text.done", "speech.audio.done":
+		// OpenAI's audio streams end with these events and no [DONE] (vLLM's transcription streams end
+		// with [DONE], which is handled above).
 		info.terminal = true
 	}
 	return info, nil

@@ -103,6 +103,9 @@ func TestInspect(t *testing.T) {
 		{"responses completed", "data: " + respCompleted + "\n\n", eventInfo{terminal: true}, nil},
 		{"responses incomplete", "data: {\"type\":\"response.incomplete\"}\n\n", eventInfo{terminal: true}, nil},
 		{"responses failed", "data: " + respFailed + "\n\n", eventInfo{terminal: true, failed: true}, nil},
+		{"transcript done", "data: {\"type\":\"transcript.text.done\",\"text\":\"hi\"}\n\n", eventInfo{terminal: true}, nil},
+		{"speech done", "data: {\"type\":\"speech.audio.done\",\"usage\":{}}\n\n", eventInfo{terminal: true}, nil},
+		{"speech delta is not terminal", "data: {\"type\":\"speech.audio.delta\",\"audio\":\"AAA=\"}\n\n", eventInfo{}, nil},
 		{"type of wrong json type", "data: {\"type\":5,\"error\":{}}\n\n", eventInfo{failed: true}, nil},
 		{"array with error string", "data: [\"error\"]\n\n", eventInfo{}, nil},
 	}

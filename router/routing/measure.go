@@ -31,6 +31,13 @@ func (m *measure) prompt(ep Endpoint, p *parser) error {
 		}
 	case Embeddings:
 		err = m.field(p, fieldInput, m.textOrList)
+	case AudioSpeech:
+		// The text to speak: one string, measured like a prompt so the context gate bounds it.
+		err = m.field(p, fieldInput, func(i int, name string) error {
+			m.seen = true
+			_, err := m.text(i, name)
+			return err
+		})
 	}
 	switch {
 	case errors.Is(err, errSyntax): // unreachable after scan; never let it pass as a field error

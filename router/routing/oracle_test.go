@@ -54,6 +54,7 @@ var oracleMaxOutputFields = [...][]string{
 	Completions:     {"max_tokens"},
 	Responses:       {"max_output_tokens"},
 	Embeddings:      nil,
+	AudioSpeech:     nil,
 }
 
 func oracleMaxOutput(ep Endpoint, fields map[string]json.RawMessage) (int64, error) {
@@ -130,6 +131,13 @@ func (m *oracleMeasure) prompt(ep Endpoint, fields map[string]json.RawMessage) e
 	case Embeddings:
 		if err := m.textOrList(fields["input"], "input"); err != nil {
 			return err
+		}
+	case AudioSpeech:
+		if raw, ok := fields["input"]; ok && !oracleIsNull(raw) {
+			m.seen = true
+			if err := m.text(raw, "input"); err != nil {
+				return err
+			}
 		}
 	}
 	if !m.seen {

@@ -16,16 +16,32 @@ const (
 	Completions
 	Responses
 	Embeddings
+	AudioTranscriptions // multipart/form-data in, text (JSON or SSE) out
+	AudioTranslations   // multipart/form-data in, text (JSON or SSE) out
+	AudioSpeech         // JSON in, audio bytes out
 )
 
-var endpointPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings"}
+var endpointPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings",
+	"/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/speech"}
 
 // Path is the upstream path of the endpoint.
 func (e Endpoint) Path() string { return endpointPaths[e] }
 
-// ReplicaEligible reports whether replica tiers may serve the endpoint. Embeddings (like audio and other
-// purpose routes) resolve only to direct tiers; replica scheduling never applies to them.
-func (e Endpoint) ReplicaEligible() bool { return e != Embeddings }
+// ReplicaEligible reports whether replica tiers may serve the endpoint. Embeddings and the audio routes
+// (purpose routes) resolve only to direct tiers; replica scheduling never applies to them.
+func (e Endpoint) ReplicaEligible() bool {
+	return e == ChatCompletions || e == Completions || e == Responses
+}
+
+// Audio reports whether the endpoint is one of the audio routes. Audio is media: a tier serves them
+// only when its media gate allows media.
+func (e Endpoint) Audio() bool {
+	return e == AudioTranscriptions || e == AudioTranslations || e == AudioSpeech
+}
+
+// Multipart reports whether the endpoint's body is a multipart/form-data form (FormRequest) instead of
+// a JSON object (ParseRequest).
+func (e Endpoint) Multipart() bool { return e == AudioTranscriptions || e == AudioTranslations }
 
 // Request is what the gates need from a parsed body: never the prompt itself.
 type Request struct {
@@ -121,6 +137,7 @@ var maxOutputFields = [...][]field{
 	Completions:     {fieldMaxTokens},
 	Responses:       {fieldMaxOutputTokens},
 	Embeddings:      nil,
+	AudioSpeech:     nil,
 }
 
 // readFields is, per endpoint, every top-level field the parser reads: these are the keys that must
@@ -132,7 +149,8 @@ var readFields = [...]fieldSet{
 		fieldMaxTokens, fieldPrompt),
 	Responses: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice,
 		fieldMaxOutputTokens, fieldInput, fieldInstructions),
-	Embeddings: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice, fieldInput),
+	Embeddings:  setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice, fieldInput),
+	AudioSpeech: setOf(fieldModel, fieldStream, fieldTools, fieldFunctions, fieldToolChoice, fieldInput),
 }
 
 // maxTokensLimit bounds what a caller may request so arithmetic on it never overflows.
@@ -152,7 +170,11 @@ const maxKeyBytes = 64
 // "max_to\u212aens" alike) is refused with a KeyError. Inside messages, content parts and Responses
 // items, every key that folds to "content", "text" or "type", and every copy of one, is measured, and
 // a key folding to a media key marks media: the estimate holds whichever copy an upstream reads.
+// The bodies of multipart endpoints are forms, never JSON: FormRequest describes them.
 func ParseRequest(ep Endpoint, body []byte) (Request, error) {
+	if ep.Multipart() || int(ep) >= len(endpointPaths) {
+		return Request{}, ErrBadJSON
+	}
 	p := parser{b: body, read: readFields[ep]}
 	if err := p.scan(); err != nil {
 		return Request{}, err
@@ -162,6 +184,20 @@ func ParseRequest(ep Endpoint, body []byte) (Request, error) {
 		return Request{}, err
 	}
 	return r, nil
+}
+
+// FormRequest describes a multipart audio request (a transcription or a translation) from the fields
+// the router reads of its form: the model alias and whether the caller asked for a stream. Its prompt
+// is audio, which the router cannot measure before it has streamed the upload, so the token gates see
+// no prompt and no requested output; the media gate applies.
+func FormRequest(ep Endpoint, model string, stream bool) (Request, error) {
+	if !ep.Multipart() {
+		return Request{}, ErrBadField
+	}
+	if model == "" {
+		return Request{}, ErrMissingModel
+	}
+	return Request{Endpoint: ep, Model: model, Stream: stream, Media: true}, nil
 }
 
 // Body returns the body to send upstream: the caller's bytes with the model value replaced by the tier's
@@ -277,7 +313,7 @@ func (p *parser) request(ep Endpoint) (Request, error) {
 	if err := m.prompt(ep, p); err != nil {
 		return Request{}, err
 	}
-	r.PromptTokens, r.Media = m.tokens(), m.media
+	r.PromptTokens, r.Media = m.tokens(), m.media || ep.Audio()
 	return r, nil
 }
 

@@ -48,6 +48,12 @@ func TestParseRequest(t *testing.T) {
 			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(0, 1)}, nil},
 		{"embeddings list", Embeddings, `{"model":"m","input":["ab","cd"]}`,
 			Request{Model: "m", PromptTokens: EstimateTokens(4, 0)}, nil},
+		{"speech is media with its input measured", AudioSpeech, `{"model":"m","input":"say this","voice":"alloy"}`,
+			Request{Model: "m", Media: true, PromptTokens: EstimateTokens(8, 0)}, nil},
+		{"speech without input", AudioSpeech, `{"model":"m","voice":"alloy"}`, Request{}, ErrMissingInput},
+		{"speech input wrong type", AudioSpeech, `{"model":"m","input":["a"]}`, Request{}, ErrBadField},
+		{"a form endpoint has no JSON body", AudioTranscriptions, `{"model":"m","input":"x"}`, Request{}, ErrBadJSON},
+		{"an undefined endpoint", Endpoint(200), `{"model":"m","input":"x"}`, Request{}, ErrBadJSON},
 
 		{"escaped keys are read decoded", ChatCompletions, `{"mod\u0065l":"m","m\u0065ssages":[{"c\u006fntent":"h\u00e9"}]}`,
 			Request{Model: "m", PromptTokens: EstimateTokens(3, 1)}, nil},
@@ -148,6 +154,43 @@ func TestParseRequest(t *testing.T) {
 			assert.Equal(t, c.want, got)
 		})
 	}
+}
+
+func TestEndpoints(t *testing.T) {
+	cases := []struct {
+		ep                        Endpoint
+		path                      string
+		replica, audio, multipart bool
+	}{
+		{ChatCompletions, "/v1/chat/completions", true, false, false},
+		{Completions, "/v1/completions", true, false, false},
+		{Responses, "/v1/responses", true, false, false},
+		{Embeddings, "/v1/embeddings", false, false, false},
+		{AudioTranscriptions, "/v1/audio/transcriptions", false, true, true},
+		{AudioTranslations, "/v1/audio/translations", false, true, true},
+		{AudioSpeech, "/v1/audio/speech", false, true, false},
+	}
+	for _, c := range cases {
+		t.Run(c.path, func(t *testing.T) {
+			assert.Equal(t, c.path, c.ep.Path())
+			assert.Equal(t, c.replica, c.ep.ReplicaEligible())
+			assert.Equal(t, c.audio, c.ep.Audio())
+			assert.Equal(t, c.multipart, c.ep.Multipart())
+		})
+	}
+	assert.False(t, Endpoint(200).ReplicaEligible(), "an undefined endpoint is never replica-eligible")
+}
+
+func TestFormRequest(t *testing.T) {
+	r, err := FormRequest(AudioTranscriptions, "whisper", true)
+	require.NoError(t, err)
+	assert.Equal(t, Request{Endpoint: AudioTranscriptions, Model: "whisper", Stream: true, Media: true}, r)
+	_, err = FormRequest(AudioTranslations, "", false)
+	assert.ErrorIs(t, err, ErrMissingModel)
+	_, err = FormRequest(AudioSpeech, "m", false)
+	assert.ErrorIs(t, err, ErrBadField, "speech is JSON, not a form")
+	_, err = FormRequest(ChatCompletions, "m", false)
+	assert.ErrorIs(t, err, ErrBadField)
 }
 
 func TestGates(t *testing.T) {

@@ -64,6 +64,33 @@ func chat(model string, maxTokens int64) Request {
 	return Request{Endpoint: ChatCompletions, Model: model, PromptTokens: 10, MaxOutput: maxTokens}
 }
 
+// TestAudioResolvesOnlyToDirectTiers: an audio request naming a replica tier's alias is refused by
+// Resolve with the fixed endpoint refusal, recorded against the tier with nothing reserved; on a
+// direct tier the media gate decides.
+func TestAudioResolvesOnlyToDirectTiers(t *testing.T) {
+	r, _ := newWalk(t)
+	pool, _ := r.Admission().Tier("pool")
+	for _, ep := range []Endpoint{AudioTranscriptions, AudioTranslations, AudioSpeech, Embeddings} {
+		t.Run(ep.Path(), func(t *testing.T) {
+			at := r.Begin("req-a", t0)
+			_, err := at.Resolve(Request{Endpoint: ep, Model: "chat", Media: ep.Audio()})
+			require.ErrorIs(t, err, ErrEndpointRefused)
+			rec, err := at.Finish(t0, 400)
+			require.NoError(t, err)
+			assert.Equal(t, "pool", rec.Tier)
+			assert.Equal(t, decisionlog.OutcomeRefused, rec.Outcome)
+			assert.Zero(t, rec.Attempts)
+			assert.Zero(t, pool.Snapshot().Acquired, "nothing was reserved")
+		})
+	}
+	// The direct tier "hosted" does not allow media: audio is refused by the media gate.
+	at := r.Begin("req-b", t0)
+	_, err := at.Resolve(Request{Endpoint: AudioSpeech, Model: "big", Media: true})
+	require.ErrorIs(t, err, ErrMediaRefused)
+	_, err = at.Finish(t0, 400)
+	require.NoError(t, err)
+}
+
 func TestWalkRecordsEveryEnding(t *testing.T) {
 	r, sink := newWalk(t)
 

@@ -47,10 +47,14 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 		at.Dispatched()
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
-			RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
+			PassThrough: ep == routing.AudioSpeech, // audio bytes, relayed as they come
+			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
 		c.Abort() // the relay wrote the response
+		if res.Cut {
+			panic(http.ErrAbortHandler) // a broken byte stream must look broken, never cleanly ended
+		}
 	}
 }
 
@@ -91,7 +95,9 @@ func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (r
 func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 	p := recover()
 	status := c.Writer.Status()
-	if p != nil {
+	// http.ErrAbortHandler is the proxy's own deliberate abort of a cut byte stream, after the relay
+	// reported its outcome: not a failure of the router.
+	if p != nil && p != http.ErrAbortHandler {
 		at.Panicked()
 		if !c.Writer.Written() {
 			status = errInternal.status
@@ -281,6 +287,7 @@ func (s *Server) sinkFailing() bool {
 // passive health read after it. Member reasons stay off it.
 func (s *Server) admissionState(c *gin.Context) {
 	view := capacity.AdmissionView(s.sources.Admission.Snapshots())
+	capacity.AttachReadiness(view, s.sources.Readiness)
 	capacity.AttachHealth(view, s.sources.Health)
 	c.JSON(http.StatusOK, view)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -53,6 +54,13 @@ type member struct {
 	ids []string // the X-Request-Id of every generation request, in arrival order
 }
 
+// received reports whether a generation request with X-Request-Id id reached the member.
+func (m *member) received(id string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Contains(m.ids, id)
+}
+
 // requestIDs returns the X-Request-Id of every generation request the member received.
 func (m *member) requestIDs() []string {
 	m.mu.Lock()
@@ -64,7 +72,13 @@ func (m *member) URL() string { return m.srv.URL }
 
 func startMember(t *testing.T, model string, seed uint64) *member {
 	t.Helper()
-	fake, err := fakevllm.NewServer(fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed})
+	return startMemberWith(t, fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed})
+}
+
+// startMemberWith starts a member with the given options (models, adapters, audio bound).
+func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
+	t.Helper()
+	fake, err := fakevllm.NewServer(opts)
 	require.NoError(t, err)
 	m := &member{fake: fake, entered: make(chan struct{}, 64)}
 	h := fake.Handler()
@@ -195,7 +209,7 @@ func env(k string) (string, bool) {
 	return "", false
 }
 
-func startRouter(t *testing.T, yaml string) *router {
+func startRouter(t testing.TB, yaml string) *router {
 	t.Helper()
 	return startRouterWith(t, yaml, routerOptions{})
 }
@@ -209,7 +223,7 @@ type routerOptions struct {
 	server server.Options                          // the rest (an intent file system, ...); logger wins
 }
 
-func startRouterWith(t *testing.T, yaml string, o routerOptions) *router {
+func startRouterWith(t testing.TB, yaml string, o routerOptions) *router {
 	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)

@@ -1,5 +1,5 @@
 // Package server is the router's composition root and HTTP surface: the OpenAI front door (chat
-// completions, completions, Responses, embeddings, models), health and readiness, and the authenticated
+// completions, completions, Responses, embeddings, audio, models), health and readiness, and the authenticated
 // admin API. New wires config, admission, readiness, routing, relay and the decision log; Serve runs the
 // background workers and the listener and shuts all of it down gracefully.
 package server
@@ -281,6 +281,9 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/completions", s.proxy(routing.Completions))
 	v1.POST("/responses", s.proxy(routing.Responses))
 	v1.POST("/embeddings", s.proxy(routing.Embeddings))
+	v1.POST("/audio/transcriptions", s.audioForm(routing.AudioTranscriptions))
+	v1.POST("/audio/translations", s.audioForm(routing.AudioTranslations))
+	v1.POST("/audio/speech", s.proxy(routing.AudioSpeech))
 	v1.GET("/models", s.models)
 
 	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);

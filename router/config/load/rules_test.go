@@ -47,6 +47,8 @@ func TestSemanticRules(t *testing.T) {
 		{"inflight too big", []edit{set("limits.max_inflight_body_bytes", 8<<30+1)}, nil, "config: limits.max_inflight_body_bytes: must be 1048576-8589934592"},
 		{"unready negative", []edit{set("decision_log.unready_after", "-1s")}, nil, "config: decision_log.unready_after: must be 0s-24h"},
 		{"unready long", []edit{set("decision_log.unready_after", "25h")}, nil, "config: decision_log.unready_after: must be 0s-24h"},
+		{"audio too small", []edit{set("limits.max_audio_bytes", 1023)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
+		{"audio too big", []edit{set("limits.max_audio_bytes", 1073741825)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
 		{"connect short", []edit{set("upstream.connect_timeout", "99ms")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"connect negative", []edit{set("upstream.connect_timeout", "-1s")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"first byte long", []edit{set("upstream.first_byte_timeout", "61m")}, nil, "config: upstream.first_byte_timeout: must be 1s-1h"},

@@ -1,0 +1,100 @@
+package relay
+
+import (
+	"errors"
+	"io"
+	"sync"
+	"time"
+)
+
+// streamBody is a streamed request body (Upstream.BodyStream) as the transport reads it. It remembers
+// the first failure of the caller's reader, which is the caller refusing its own body mid-way, not a
+// transport failure, and it starts the first-byte deadline when the body has been read to its end.
+type streamBody struct {
+	r     io.Reader
+	ended func()
+
+	mu  sync.Mutex // the transport reads in its own goroutine; the relay checks after Do returns
+	err error
+}
+
+func (b *streamBody) Read(p []byte) (int, error) {
+	n, err := b.r.Read(p)
+	switch {
+	case errors.Is(err, io.EOF):
+		b.ended()
+	case err != nil:
+		b.mu.Lock()
+		if b.err == nil {
+			b.err = err
+		}
+		b.mu.Unlock()
+	}
+	return n, err
+}
+
+// Close closes the caller's reader when it can be closed: the transport closes the body once it is
+// done with it, written or not, so a producer behind a pipe stops at once.
+func (b *streamBody) Close() error {
+	if c, ok := b.r.(io.Closer); ok {
+		return c.Close()
+	}
+	return nil
+}
+
+// failed reports whether reading the caller's body failed.
+func (b *streamBody) failed() bool {
+	if b == nil {
+		return false
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err != nil
+}
+
+// firstByteTimer is the first-byte deadline. It runs from the moment the request body has been sent
+// (at once for a byte body, at the end of a streamed one: an upload may take longer than the answer)
+// and calls fire unless stopped first. The nil timer (no first-byte timeout) never fires.
+type firstByteTimer struct {
+	d    time.Duration
+	fire func()
+
+	mu      sync.Mutex
+	t       *time.Timer
+	stopped bool
+	fired   bool // known once stopped
+}
+
+func newFirstByteTimer(d time.Duration, fire func()) *firstByteTimer {
+	if d <= 0 {
+		return nil
+	}
+	return &firstByteTimer{d: d, fire: fire}
+}
+
+// start starts the deadline once; after stop it does nothing.
+func (f *firstByteTimer) start() {
+	if f == nil {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.stopped || f.t != nil {
+		return
+	}
+	f.t = time.AfterFunc(f.d, f.fire)
+}
+
+// stop stops the deadline and reports whether it had not fired; later calls report the same.
+func (f *firstByteTimer) stop() bool {
+	if f == nil {
+		return true
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.stopped {
+		f.stopped = true
+		f.fired = f.t != nil && !f.t.Stop()
+	}
+	return !f.fired
+}

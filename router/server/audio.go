@@ -1,0 +1,167 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/anvil-llm/anvil/router/audioform"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/routing"
+)
+
+// The audio routes. Speech (JSON in, audio out) is an ordinary proxy endpoint whose answer the relay
+// passes through as it comes; transcriptions and translations take a multipart form, which this file
+// handles: the form's head (up to the file part, holding the model field) is read before anything is
+// reserved, and the file streams to the upstream during the one attempt, never held.
+
+// errAudioTooLarge refuses an upload over limits.max_audio_bytes, announced or counted.
+var errAudioTooLarge = apiError{http.StatusRequestEntityTooLarge, "audio upload is larger than the router accepts", "invalid_request_error", "request_too_large"}
+
+// audioForm returns the handler of a multipart audio route. Like proxy, the walk is routing's
+// Attempt and Finish runs in the one defer.
+func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		at := s.router.Begin(requestID(c), s.now())
+		defer s.finish(c, &at)
+
+		form, body, ok := s.openForm(c)
+		if !ok {
+			return
+		}
+		req, err := routing.FormRequest(ep, form.Model(), form.Stream())
+		if err != nil {
+			abort(c, requestError(err))
+			return
+		}
+		tier, target, ok := s.resolveAdmit(c, &at, req)
+		if !ok {
+			return
+		}
+		s.relayForm(c, &at, ep, form, body, tier, target)
+	}
+}
+
+// openForm bounds the body by limits.max_audio_bytes (an announced length over it is refused before a
+// byte is read) and reads the form's head.
+func (s *Server) openForm(c *gin.Context) (*audioform.Form, io.Reader, bool) {
+	lim := s.cfg.Limits()
+	if c.Request.ContentLength > lim.MaxAudioBytes {
+		abort(c, errAudioTooLarge)
+		return nil, nil, false
+	}
+	// An upload may take longer than the server's read timeout for ordinary bodies: the attempt's own
+	// bound applies instead.
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(s.cfg.Upstream().Timeout))
+	body := http.MaxBytesReader(c.Writer, c.Request.Body, lim.MaxAudioBytes)
+	flim := audioform.DefaultLimits()
+	flim.MaxHeadBytes = lim.MaxBodyBytes
+	form, err := audioform.Open(body, c.GetHeader("Content-Type"), flim)
+	if err != nil {
+		abort(c, formError(err))
+		return nil, nil, false
+	}
+	return form, body, true
+}
+
+// resolveAdmit resolves the request and takes a lease, answering every refusal itself; false means
+// the handler is done.
+func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req routing.Request) (config.Tier, routing.Target, bool) {
+	tier, err := at.Resolve(req)
+	if err != nil {
+		abort(c, requestError(err))
+		return config.Tier{}, routing.Target{}, false
+	}
+	target, err := s.admit(c, at, tier)
+	if errors.Is(err, context.Canceled) {
+		return config.Tier{}, routing.Target{}, false // the caller left while queued: nothing to answer
+	}
+	if err != nil {
+		abort(c, admissionError(err))
+		return config.Tier{}, routing.Target{}, false
+	}
+	return tier, target, true
+}
+
+// relayForm makes the one attempt with the form as a streamed body: an encoder goroutine writes the
+// canonical form (model replaced) into a pipe the relay sends from. When the caller's body breaks a
+// rule mid-way (its bound, the form's rules), the encoder fails the pipe, the relay abandons the
+// attempt before the upstream has a complete request, and the caller gets the router's refusal.
+//
+// The response is written only once the caller's body is consumed (the upstream answers a complete
+// form) or the encoder has stopped (a refusal), as net/http's HTTP/1 server wants; full duplex stays
+// off. The one exception, an upstream that answers before the upload ends, is relayed as it is: the
+// server then discards what it can of the rest of the body, and the encoder's fate no longer matters.
+func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpoint, form *audioform.Form, body io.Reader,
+	tier config.Tier, target routing.Target) {
+	pr, pw := io.Pipe()
+	encoded := make(chan error, 1)
+	go func() {
+		err := form.Encode(pw, tier.ServedModel)
+		_ = pw.CloseWithError(err) // nil: a clean end of the upstream body
+		if err == nil {
+			// Read the caller's body to its end (the epilogue), so net/http watches for a disconnect
+			// while the answer streams.
+			_, _ = io.Copy(io.Discard, body)
+		}
+		encoded <- err
+	}()
+	res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
+		BaseURL: target.BaseURL, Path: ep.Path(), BodyStream: pr, ContentType: form.ContentType(),
+		Stream: form.Stream(), RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
+	})
+	encErr := s.joinEncoder(c, encoded)
+	if errors.Is(res.Err, relay.ErrRequestBody) {
+		e := formError(encErr)
+		abort(c, e)
+		at.Relayed(res.Outcome, e.status, res.FirstByte)
+		return
+	}
+	at.Relayed(res.Outcome, res.Status, res.FirstByte)
+	c.Abort() // the relay wrote the response
+}
+
+// joinEncoder waits for the encoder goroutine. Once the attempt is over the relay has closed the pipe,
+// so the encoder stops at its next write; one still waiting on a slow caller's body is cut short by
+// an expired read deadline, so a stalled upload never holds the handler (or its lease) longer.
+func (s *Server) joinEncoder(c *gin.Context, encoded <-chan error) error {
+	select {
+	case err := <-encoded:
+		return err
+	default:
+	}
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+	return <-encoded
+}
+
+// formError maps a refused form: over the bound is 413, a body that could not be read is 400, every
+// form rule is its fixed 400.
+func formError(err error) apiError {
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return errAudioTooLarge
+	case isFormRefusal(err):
+		return apiError{http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_multipart"}
+	case err == nil:
+		return errInternal // the relay reported a refused body the encoder did not refuse: a bug
+	}
+	return errUnreadable
+}
+
+// isFormRefusal reports whether err is one of audioform's fixed refusals, whose text is safe to show.
+func isFormRefusal(err error) bool {
+	for _, known := range []error{audioform.ErrNotMultipart, audioform.ErrMalformed, audioform.ErrMissingModel,
+		audioform.ErrBadModel, audioform.ErrDuplicateModel, audioform.ErrModelAfterFile, audioform.ErrDuplicateFile,
+		audioform.ErrFieldTooLarge, audioform.ErrTooManyParts, audioform.ErrBadPartName} {
+		if errors.Is(err, known) {
+			return true
+		}
+	}
+	return false
+}
