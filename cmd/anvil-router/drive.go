@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -52,9 +53,18 @@ type driveReport struct {
 	elapsed  time.Duration
 }
 
-// drive sends n requests through the router over real HTTP and checks every response end to end.
+// readyBound bounds how long a driven demo waits for every replica member to be probed ready: on a
+// loaded machine a first probe can time out, and the next comes a readiness interval later.
+const readyBound = 30 * time.Second
+
+// drive sends n requests through the router over real HTTP and checks every response end to end. It
+// first waits until /readyz reports every replica member ready, so the requests spread over all the
+// members instead of racing the first probe round.
 func drive(ctx context.Context, base, token string, n int) (driveReport, error) {
 	client := &http.Client{Timeout: time.Minute}
+	if err := awaitReady(ctx, client, base); err != nil {
+		return driveReport{failures: map[string]int{}}, err
+	}
 	jobs := make(chan int)
 	rep := driveReport{byPath: map[string]int{}, failures: map[string]int{}}
 	var mu sync.Mutex
@@ -232,4 +242,49 @@ func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.S
 		met.Success.Total(), met.GenerationTokens)
 	fmt.Fprintln(out, "\ndecision summary:")
 	fmt.Fprint(out, decisionlog.Summarize(srv.Decisions().Recent(1<<30)).Text())
+}
+
+// awaitReady polls /readyz until every replica member is ready, for at most readyBound.
+func awaitReady(ctx context.Context, client *http.Client, base string) error {
+	ctx, cancel := context.WithTimeout(ctx, readyBound)
+	defer cancel()
+	tick := time.NewTicker(50 * time.Millisecond)
+	defer tick.Stop()
+	for !allReady(ctx, client, base) {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("demo: the members were not all ready within %s", readyBound)
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// allReady reports whether /readyz answers ready with every member of every replica tier ready.
+func allReady(ctx context.Context, client *http.Client, base string) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, base+"/readyz", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Ready bool `json:"ready"`
+		Tiers []struct {
+			Ready   int `json:"ready"`
+			Members int `json:"members"`
+		} `json:"tiers"`
+	}
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&body) != nil || !body.Ready {
+		return false
+	}
+	for _, t := range body.Tiers {
+		if t.Ready != t.Members {
+			return false
+		}
+	}
+	return true
 }
