@@ -12,9 +12,11 @@ const copyBufferBytes = 32 << 10
 
 // Encode writes the form to w as a canonical multipart/form-data body (ContentType names its
 // boundary) with the model field's value replaced by model: the head from memory, then the file part
-// and every later part as they are read from the body. It returns nil once the closing boundary is
-// written. On any other return the closing boundary was never written: a read failure (a refusal:
-// this package's sentinels or the body's own error) or w's write error, returned as is.
+// and every later part as they are read from the body. Before the closing boundary it reads the body
+// to its end (an epilogue is discarded), so a receiver holding the complete form knows the caller's
+// upload is over and Encode will read no more. It returns nil once the closing boundary is written.
+// On any other return the closing boundary was never written: a read failure (a refusal: this
+// package's sentinels or the body's own error) or w's write error, returned as is.
 func (f *Form) Encode(w io.Writer, model string) error {
 	mw := multipart.NewWriter(w)
 	if err := mw.SetBoundary(f.boundary); err != nil {
@@ -37,6 +39,9 @@ func (f *Form) Encode(w io.Writer, model string) error {
 		if err := f.streamRest(mw); err != nil {
 			return err
 		}
+	}
+	if _, err := io.Copy(io.Discard, f.body); err != nil {
+		return f.readError(err)
 	}
 	return mw.Close()
 }

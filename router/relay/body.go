@@ -23,7 +23,9 @@ func (b *streamBody) Read(p []byte) (int, error) {
 	switch {
 	case errors.Is(err, io.EOF):
 		b.ended()
-	case err != nil:
+	case err != nil && !errors.Is(err, io.ErrClosedPipe):
+		// A closed pipe is the transport's own Close (the upstream answered or the connection failed
+		// while it was still sending): the attempt's failure, never the caller's body.
 		b.mu.Lock()
 		if b.err == nil {
 			b.err = err

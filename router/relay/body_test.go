@@ -196,3 +196,21 @@ func TestFirstByteDeadlineStartsAfterAStreamedBody(t *testing.T) {
 		})
 	}
 }
+
+// TestTransportCloseIsNotABodyFailure: the transport closing a piped body it was reading (the
+// upstream answered early or its connection broke) leaves the attempt's own failure to classify; only
+// the body's producer failing is a refused body.
+func TestTransportCloseIsNotABodyFailure(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	closed := &streamBody{r: pr, ended: func() {}}
+	require.NoError(t, closed.Close())
+	_, err := closed.Read(make([]byte, 1))
+	assert.ErrorIs(t, err, io.ErrClosedPipe)
+	assert.False(t, closed.failed())
+
+	refused := &streamBody{r: &failingBody{data: "x", err: errors.New("refused")}, ended: func() {}}
+	_, err = io.Copy(io.Discard, refused)
+	assert.Error(t, err)
+	assert.True(t, refused.failed())
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -30,7 +31,7 @@ func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
 		at := s.router.Begin(requestID(c), s.now())
 		defer s.finish(c, &at)
 
-		form, body, ok := s.openForm(c)
+		form, ok := s.openForm(c)
 		if !ok {
 			return
 		}
@@ -43,17 +44,17 @@ func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		s.relayForm(c, &at, ep, form, body, tier, target)
+		s.relayForm(c, &at, ep, form, tier, target)
 	}
 }
 
 // openForm bounds the body by limits.max_audio_bytes (an announced length over it is refused before a
 // byte is read) and reads the form's head.
-func (s *Server) openForm(c *gin.Context) (*audioform.Form, io.Reader, bool) {
+func (s *Server) openForm(c *gin.Context) (*audioform.Form, bool) {
 	lim := s.cfg.Limits()
 	if c.Request.ContentLength > lim.MaxAudioBytes {
 		abort(c, errAudioTooLarge)
-		return nil, nil, false
+		return nil, false
 	}
 	// An upload may take longer than the server's read timeout for ordinary bodies: the attempt's own
 	// bound applies instead.
@@ -64,9 +65,9 @@ func (s *Server) openForm(c *gin.Context) (*audioform.Form, io.Reader, bool) {
 	form, err := audioform.Open(body, c.GetHeader("Content-Type"), flim)
 	if err != nil {
 		abort(c, formError(err))
-		return nil, nil, false
+		return nil, false
 	}
-	return form, body, true
+	return form, true
 }
 
 // resolveAdmit resolves the request and takes a lease, answering every refusal itself; false means
@@ -93,29 +94,34 @@ func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req routing.R
 // rule mid-way (its bound, the form's rules), the encoder fails the pipe, the relay abandons the
 // attempt before the upstream has a complete request, and the caller gets the router's refusal.
 //
-// The response is written only once the caller's body is consumed (the upstream answers a complete
-// form) or the encoder has stopped (a refusal), as net/http's HTTP/1 server wants; full duplex stays
-// off. The one exception, an upstream that answers before the upload ends, is relayed as it is: the
-// server then discards what it can of the rest of the body, and the encoder's fate no longer matters.
-func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpoint, form *audioform.Form, body io.Reader,
+// The response is written only once the caller's body is consumed (Encode reads it to its end before
+// the upstream can have a complete form) or the encoder has stopped (a refusal), as net/http's HTTP/1
+// server wants; full duplex stays off. The one exception, an upstream that answers before the upload
+// ends, is relayed as it is.
+//
+// A connection whose request body was not read to its end is closed after the response (uploadWriter
+// and joinEncoder mark it), never reused: net/http would otherwise first read up to 256 KiB more of
+// an upload nobody wants, holding the answer back from a caller that waits for it before sending
+// more; and a read cut by joinEncoder may be the one that reached the body's end, which starts
+// net/http's background read for the next request, which then fails on the expired deadline and
+// cancels the connection's context, so every later request on it would begin already canceled.
+func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpoint, form *audioform.Form,
 	tier config.Tier, target routing.Target) {
 	pr, pw := io.Pipe()
-	encoded := make(chan error, 1)
+	enc := &encoder{done: make(chan error, 1)}
 	go func() {
 		err := form.Encode(pw, tier.ServedModel)
+		// Both flags before the pipe ends: the relay never sees an end they miss.
+		enc.consumed.Store(err == nil)
+		enc.finished.Store(true)
 		_ = pw.CloseWithError(err) // nil: a clean end of the upstream body
-		if err == nil {
-			// Read the caller's body to its end (the epilogue), so net/http watches for a disconnect
-			// while the answer streams.
-			_, _ = io.Copy(io.Discard, body)
-		}
-		encoded <- err
+		enc.done <- err
 	}()
-	res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
+	res := s.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, relay.Upstream{
 		BaseURL: target.BaseURL, Path: ep.Path(), BodyStream: pr, ContentType: form.ContentType(),
 		Stream: form.Stream(), RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
 	})
-	encErr := s.joinEncoder(c, encoded)
+	encErr := s.joinEncoder(c, enc)
 	if errors.Is(res.Err, relay.ErrRequestBody) {
 		e := formError(encErr)
 		abort(c, e)
@@ -126,18 +132,58 @@ func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpo
 	c.Abort() // the relay wrote the response
 }
 
-// joinEncoder waits for the encoder goroutine. Once the attempt is over the relay has closed the pipe,
-// so the encoder stops at its next write; one still waiting on a slow caller's body is cut short by
-// an expired read deadline, so a stalled upload never holds the handler (or its lease) longer.
-func (s *Server) joinEncoder(c *gin.Context, encoded <-chan error) error {
-	select {
-	case err := <-encoded:
-		return err
-	default:
-	}
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
-	return <-encoded
+// encoder is the goroutine writing the upstream form: consumed is set when Encode read the caller's
+// body to its end, finished once it reads the body no more; done carries Encode's result.
+type encoder struct {
+	consumed, finished atomic.Bool
+	done               chan error
 }
+
+// joinEncoder waits for the encoder goroutine. Once the attempt is over the relay has closed the pipe,
+// so the encoder stops at its next write; one still reading a slow caller's body is cut short by an
+// expired read deadline, so a stalled upload never holds the handler (or its lease) longer. A
+// response not yet started whose body was not consumed is marked to close its connection.
+func (s *Server) joinEncoder(c *gin.Context, enc *encoder) error {
+	if !enc.finished.Load() {
+		_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now())
+	}
+	err := <-enc.done
+	if !enc.consumed.Load() && !c.Writer.Written() {
+		c.Header("Connection", "close")
+	}
+	return err
+}
+
+// uploadWriter is the response writer of an upload's attempt: a response that starts before the
+// caller's body was consumed closes its connection after it (see relayForm).
+type uploadWriter struct {
+	http.ResponseWriter
+	consumed *atomic.Bool
+}
+
+func (w uploadWriter) closeUnlessConsumed() {
+	if !w.consumed.Load() {
+		w.Header().Set("Connection", "close")
+	}
+}
+
+func (w uploadWriter) WriteHeader(code int) {
+	w.closeUnlessConsumed()
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w uploadWriter) Write(p []byte) (int, error) {
+	w.closeUnlessConsumed()
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush may be the first write of a response; Unwrap lets http.ResponseController reach the rest.
+func (w uploadWriter) Flush() {
+	w.closeUnlessConsumed()
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // formError maps a refused form: over the bound is 413, a body that could not be read is 400, every
 // form rule is its fixed 400.

@@ -149,7 +149,7 @@ func FuzzAudioUpload(f *testing.F) {
 		require.NotEqual(t, http.StatusUnprocessableEntity, resp.StatusCode, "the router relayed the answer to an incomplete form")
 		seen, parts, complete := up.of(id)
 		if resp.StatusCode == http.StatusOK {
-			require.True(t, complete, "a forwarded form arrives complete")
+			require.True(t, complete, "a forwarded form arrives complete: id %s seen %v answer %s hdr %v", id, seen, got, resp.Header)
 			want, ok := readForm(bytes.NewReader(body), b)
 			require.True(t, ok)
 			for i := range want {

@@ -7,6 +7,8 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
 	"strconv"
 	"strings"
 	"testing"
@@ -275,4 +277,73 @@ func TestUpstreamRefusesMidUpload(t *testing.T) {
 	assert.Equal(t, 1, rec.Attempts)
 	assert.Equal(t, int64(1), rig.audio.calls.Load())
 	assertSettled(t, rig.r.snapshot(t, "audio"))
+}
+
+// TestUploadsKeepTheConnection: uploads on one kept-alive connection, each with an epilogue after its
+// closing boundary, are each answered by the member, and the connection stays reused: an upload the
+// router read to its end leaves nothing on the connection that could spoil the next request (a cut
+// read after the body's end once canceled the context of every later request on it).
+func TestUploadsKeepTheConnection(t *testing.T) {
+	rig := startAudioRig(t, "", nil)
+	client := &http.Client{Transport: &http.Transport{MaxConnsPerHost: 1}}
+	t.Cleanup(client.CloseIdleConnections)
+	ct, body := audioForm(t, [][2]string{{"model", "whisper"}}, "clip.wav", make([]byte, 8<<10))
+	body = append(body, "epilogue\r\n"...)
+	var reused int
+	for i := range 30 {
+		req, err := http.NewRequest(http.MethodPost, rig.r.http.URL+"/v1/audio/transcriptions", io.MultiReader(bytes.NewReader(body)))
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+callerToken)
+		req.Header.Set("Content-Type", ct)
+		req = req.WithContext(httptrace.WithClientTrace(req.Context(), &httptrace.ClientTrace{
+			GotConn: func(info httptrace.GotConnInfo) {
+				if info.Reused {
+					reused++
+				}
+			},
+		}))
+		resp, err := client.Do(req)
+		require.NoError(t, err)
+		got, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		require.NoError(t, resp.Body.Close())
+		require.Equal(t, http.StatusOK, resp.StatusCode, "upload %d: %s", i, got)
+		require.Contains(t, string(got), `"text"`, "upload %d is the member's answer", i)
+		assert.False(t, resp.Close, "upload %d keeps its connection", i)
+		rig.r.wait(t, 1)
+	}
+	assert.Equal(t, 29, reused, "every upload after the first reuses the connection")
+	assert.Equal(t, int64(30), rig.audio.calls.Load())
+}
+
+// TestEarlyAnswerClosesTheConnection: an answer that starts while the caller is still uploading
+// closes the connection after it, since the router then cuts its read of the rest of the body.
+func TestEarlyAnswerClosesTheConnection(t *testing.T) {
+	early := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.CopyN(io.Discard, r.Body, 1<<10) // a first look, then a refusal
+		w.Header().Set("Connection", "close")      // answer now: net/http reads no more of the body first
+		w.Header().Set("Content-Type", "application/json")
+		const refusal = `{"error":{"message":"no","type":"invalid_request_error"}}`
+		w.Header().Set("Content-Length", strconv.Itoa(len(refusal))) // complete before the handler ends
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = io.WriteString(w, refusal)
+		_ = http.NewResponseController(w).Flush()
+		_, _ = io.Copy(io.Discard, r.Body) // until the router stops sending: no reset under the answer
+	}))
+	t.Cleanup(early.Close)
+	r := startRouter(t, "listen: 127.0.0.1:0\nshutdown_grace: 5s\naliases:\n  - {id: whisper, tier: audio}\ntiers:\n"+
+		"  - id: audio\n    kind: direct\n    served_model: served/whisper\n    endpoint: "+early.URL+
+		"\n    gates: {max_context_tokens: 4096, media_allowed: true}\n")
+	ct, body := audioForm(t, [][2]string{{"model", "whisper"}}, "long.wav", make([]byte, 4<<20))
+	pr, pw := io.Pipe()
+	go func() {
+		_, _ = pw.Write(body[:64<<10]) // the rest waits for the answer
+	}()
+	resp, got, err := r.postRaw(t, context.Background(), "/v1/audio/transcriptions", ct, pr, true)
+	_ = pw.CloseWithError(io.ErrUnexpectedEOF)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, string(got))
+	assert.True(t, resp.Close, "the connection of a cut upload is not reused")
+	r.wait(t, 1)
+	assertSettled(t, r.snapshot(t, "audio"))
 }
