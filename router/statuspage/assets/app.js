@@ -390,15 +390,21 @@
     const last = lastOutcomes(records || []);
     const container = document.getElementById("tiers");
     const seen = new Set();
+    let prev = null;
     for (const t of tiers) {
       let card = cards.get(t.id);
       if (!card || card.shape !== shapeOf(t)) {
+        if (card) card.root.remove();
         card = tierCard(t);
         cards.set(t.id, card);
       }
       seen.add(t.id);
       fillTier(card, t, r, newer, last);
-      container.appendChild(card.root); // keeps the document order of the capacity JSON
+      // The capacity JSON's order; a card already in place is not moved, so its buttons stay the
+      // same elements under the pointer.
+      const place = prev ? prev.nextSibling : container.firstChild;
+      if (card.root !== place) container.insertBefore(card.root, place);
+      prev = card.root;
     }
     for (const [id, card] of cards) {
       if (!seen.has(id)) {
@@ -741,6 +747,7 @@
     freshnessOf: freshnessOf,
     render: render,
     rendered: () => rendered,
+    idle: () => !refreshing && timer === null, // no read running and none scheduled
     lastRead: () => lastRead,
     pause: () => { paused = true; clearTimeout(timer); timer = null; },
     resume: () => { paused = false; refresh(); },
