@@ -122,20 +122,23 @@ func (pr *pageRouter) chat(ctx context.Context, alias string) (int, error) {
 }
 
 // runLoad is the light load: one request per alias each time the page reads the capacity JSON while
-// the load is on. busy is held for each round, so a caller that turned the load off can wait for the
-// round in flight by locking it.
-func (pr *pageRouter) runLoad(ctx context.Context, busy *sync.Mutex) {
+// the load is on. A channel sent on barrier is closed between two rounds: once the load is off, the
+// round in flight (if any) has finished when it closes.
+func (pr *pageRouter) runLoad(ctx context.Context, barrier <-chan chan struct{}) {
 	for {
 		select {
 		case <-ctx.Done():
 			return
+		case done := <-barrier:
+			close(done)
 		case <-pr.kick:
+			if !pr.loadOn.Load() {
+				continue
+			}
+			for _, alias := range []string{"chat", "spread", "big"} {
+				_, _ = pr.chat(ctx, alias)
+			}
 		}
-		busy.Lock()
-		for _, alias := range []string{"chat", "spread", "big"} {
-			_, _ = pr.chat(ctx, alias)
-		}
-		busy.Unlock()
 	}
 }
 
@@ -247,17 +250,18 @@ func TestStatusPageInABrowser(t *testing.T) {
 	base := pr.http.URL
 
 	loadCtx, stopLoad := context.WithCancel(t.Context())
-	var loadBusy sync.Mutex
+	barrier := make(chan chan struct{})
 	loadDone := make(chan struct{})
 	go func() {
 		defer close(loadDone)
-		pr.runLoad(loadCtx, &loadBusy)
+		pr.runLoad(loadCtx, barrier)
 	}()
 	t.Cleanup(func() { stopLoad(); <-loadDone })
 	pauseLoad := func() {
 		pr.loadOn.Store(false)
-		loadBusy.Lock() // the round in flight, if any, has finished
-		loadBusy.Unlock()
+		done := make(chan struct{})
+		barrier <- done
+		<-done
 	}
 
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(chrome), chromedp.NoSandbox,
@@ -657,8 +661,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 			}
 		}
 	})
-
 }
+
 // memberState reads one member's admission state from the capacity JSON.
 func memberState(t *testing.T, pr *pageRouter, tier, member string) string {
 	t.Helper()
