@@ -2,10 +2,13 @@ package server_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -27,6 +30,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
+	"github.com/anvil-llm/anvil/router/statuspage"
 )
 
 // screenshotDir is where the browser test writes its screenshots (git-ignored); README's two come
@@ -234,6 +238,9 @@ func stateText(state string, draining bool) string {
 	return state
 }
 
+// plantedScript is the inline script the browser test puts in the page to see the CSP block it.
+const plantedScript = "window.__inlineRan = 1"
+
 // TestStatusPageInABrowser drives the status page in headless Chromium against a real router with
 // real fake-vLLM members under light load: sign-in (a wrong token first), tiers and members as the
 // capacity JSON has them, the quiesce / drain / readmit flow through the buttons with its dry-run
@@ -273,19 +280,40 @@ func TestStatusPageInABrowser(t *testing.T) {
 
 	// Every request the page makes, every uncaught script error and every CSP report, as the
 	// browser announces them.
+	// The page's own answer headers as the browser received them are kept too. The CSP step plants
+	// one inline script on purpose: the report that names its hash goes to planted, not problems.
+	sum := sha256.Sum256([]byte(plantedScript))
+	plantedHash := "sha256-" + base64.StdEncoding.EncodeToString(sum[:]) // Chromium names it in the report
 	var eventsMu sync.Mutex
 	var urls, problems []string
+	planted := make(chan string, 1)
+	docHeaders := map[string]string{}
 	require.NoError(t, chromedp.Listen(ctx, func(ev any) {
 		eventsMu.Lock()
 		defer eventsMu.Unlock()
 		switch e := ev.(type) {
 		case *network.EventRequestWillBeSent:
 			urls = append(urls, e.Request.URL)
+		case *network.EventResponseReceived:
+			if e.Type == network.ResourceTypeDocument && e.Response.URL == base+"/admin/ui/" {
+				for k, v := range e.Response.Headers {
+					if s, ok := v.(string); ok {
+						docHeaders[strings.ToLower(k)] = s
+					}
+				}
+			}
 		case *runtime.EventExceptionThrown:
 			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
 		case *cdplog.EventEntryAdded:
 			if e.Entry.Source == cdplog.EntrySourceSecurity || strings.Contains(e.Entry.Text, "Content Security Policy") {
-				problems = append(problems, "security: "+e.Entry.Text)
+				if strings.Contains(e.Entry.Text, plantedHash) {
+					select {
+					case planted <- e.Entry.Text:
+					default:
+					}
+				} else {
+					problems = append(problems, "security: "+e.Entry.Text)
+				}
 			}
 		}
 	}))
@@ -365,6 +393,33 @@ func TestStatusPageInABrowser(t *testing.T) {
 	}
 
 	run(t, chromedp.Navigate(base+"/admin/ui/"), chromedp.WaitVisible(chromedp.CSS("#signin")))
+
+	step("the browser got the strict CSP and enforces it", func(t *testing.T) {
+		eventsMu.Lock()
+		got := maps.Clone(docHeaders)
+		eventsMu.Unlock()
+		assert.Equal(t, statuspage.ContentSecurityPolicy, got["content-security-policy"])
+		assert.NotContains(t, got["content-security-policy"], "unsafe-")
+		assert.Contains(t, got["content-security-policy"], "frame-ancestors 'none'")
+		assert.Equal(t, "nosniff", got["x-content-type-options"])
+		assert.Equal(t, "no-referrer", got["referrer-policy"])
+
+		// An inline script planted in the page does not run, and the browser reports the policy
+		// for exactly that script: the header is enforced, not only sent.
+		run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf(`window.__cspViolations = 0;
+			document.addEventListener("securitypolicyviolation", () => { window.__cspViolations++; });
+			const s = document.createElement("script"); s.textContent = %q; document.body.appendChild(s);`, plantedScript)),
+			chromedp.Poll[chromedp.Void]("window.__cspViolations > 0"))
+		assert.Equal(t, "undefined", eval(t, "String(window.__inlineRan)"), "the inline script was blocked")
+		bctx, cancel := bounded()
+		defer cancel()
+		select {
+		case report := <-planted:
+			assert.Contains(t, report, "script-src 'self'")
+		case <-bctx.Done():
+			t.Fatal("the browser never reported the blocked script")
+		}
+	})
 
 	step("a wrong token shows the error and is not kept", func(t *testing.T) {
 		run(t, chromedp.SendKeys(chromedp.CSS("#token"), "not-the-admin-token"), chromedp.Click(chromedp.CSS("#signin-button")),
@@ -689,4 +744,41 @@ func startStream(t *testing.T, base, alias string) *http.Response {
 	}
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 	return resp
+}
+
+// TestBrowserTestFailsUnderCIWithoutABrowser runs the browser test in a child process whose PATH
+// holds no browser: with CI set it must fail (a CI image without Chromium is broken, not green),
+// without CI it skips.
+func TestBrowserTestFailsUnderCIWithoutABrowser(t *testing.T) {
+	tests := []struct {
+		name string
+		ci   bool
+		want string
+	}{
+		{"CI set: fails", true, "--- FAIL: TestStatusPageInABrowser"},
+		{"CI unset: skips", false, "--- SKIP: TestStatusPageInABrowser"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStatusPageInABrowser$", "-test.v", "-test.count=1")
+			env := []string{"PATH=" + t.TempDir()}
+			for _, kv := range os.Environ() {
+				if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "CI" {
+					env = append(env, kv)
+				}
+			}
+			if tt.ci {
+				env = append(env, "CI=true")
+			}
+			cmd.Env = env
+			out, err := cmd.CombinedOutput()
+			assert.Contains(t, string(out), tt.want)
+			if tt.ci {
+				assert.Error(t, err, "a failing test binary exits non-zero")
+				assert.Contains(t, string(out), "no Chromium on PATH and CI is set")
+			} else {
+				assert.NoError(t, err, "%s", out)
+			}
+		})
+	}
 }
