@@ -175,6 +175,9 @@ func rules() []importRule {
 		{why: "the MCP SDK appears only in router/mcp",
 			subjects: []string{"router/mcp"}, applies: func(rel string) bool { return rel != "router/mcp" },
 			forbids: func(_, dep string) bool { return external(dep, "github.com/modelcontextprotocol/go-sdk") }},
+		{why: "router/statuspage holds the status page's files and serves them: the standard library (and its golang.org/x parts) only; the page reads the router over HTTP, like any client",
+			subjects: []string{"router/statuspage"}, applies: exact("router/statuspage"), transitive: true,
+			forbids: func(_, dep string) bool { return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") }},
 		{why: "nothing imports a command",
 			subjects: []string{"cmd/anvil-router"}, applies: func(string) bool { return true },
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "cmd") }},
@@ -545,6 +548,8 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"MCP SDK outside router/mcp", "router/manage",
 			`import sdk "github.com/modelcontextprotocol/go-sdk/mcp"; var _ = sdk.NewServer`, "the MCP SDK appears only in router/mcp"},
 		{"transition path outside manage", "router/mcp", `var _ = "http://h` + transitionPath + `"`, "speaks the transition endpoint outside router/manage"},
+		{"status page reaches into the router", "router/statuspage",
+			`import "github.com/anvil-llm/anvil/router/capacity"; var _ = capacity.Plan`, "router/statuspage holds the status page's files"},
 		{"fakevllm depends on the router", "fakevllm/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
+	"github.com/anvil-llm/anvil/router/statuspage"
 )
 
 //go:embed demo.yaml
@@ -102,7 +103,7 @@ func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	printBanner(out, base, apiToken, adminToken)
+	printBanner(out, base, apiToken, adminToken, f.drive > 0)
 
 	if f.drive == 0 {
 		return srv.Serve(ctx, ln)
@@ -119,7 +120,7 @@ func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
 	return driveErr
 }
 
-func printBanner(out io.Writer, base, apiToken, adminToken string) {
+func printBanner(out io.Writer, base, apiToken, adminToken string, driven bool) {
 	fmt.Fprintf(out, "anvil-router demo listening on %s\n", base)
 	fmt.Fprintf(out, "  caller token: %s\n  admin token:  %s\n", apiToken, adminToken)
 	fmt.Fprintf(out, "  try: curl -sS %s/v1/chat/completions -H 'Authorization: Bearer %s' "+
@@ -128,5 +129,10 @@ func printBanner(out io.Writer, base, apiToken, adminToken string) {
 	fmt.Fprintf(out, "  transcribe: curl -sS %s/v1/audio/transcriptions -H 'Authorization: Bearer %s' "+
 		"-F model=demo-whisper -F file=@clip.wav\n", base, apiToken)
 	fmt.Fprintf(out, "  capacity:  curl -sS %s/admin/v1/capacity -H 'Authorization: Bearer %s'\n", base, adminToken)
-	fmt.Fprintf(out, "  metrics:   curl -sS %s/metrics -H 'Authorization: Bearer %s'\n\n", base, adminToken)
+	fmt.Fprintf(out, "  metrics:   curl -sS %s/metrics -H 'Authorization: Bearer %s'\n", base, adminToken)
+	fmt.Fprintf(out, "  status page: %s%s (sign in with the admin token above)\n", base, statuspage.Index)
+	if driven {
+		fmt.Fprintf(out, "  (this driven demo exits when its requests are done; `anvil-router serve --demo` stays up for the page)\n")
+	}
+	fmt.Fprintln(out)
 }

@@ -45,6 +45,8 @@ func TestDemoDrivesAWorkload(t *testing.T) {
 	assert.Contains(t, out, "attempts=20")
 	assert.Contains(t, out, "/admin/v1/capacity -H 'Authorization: Bearer ", "the banner points at the capacity JSON")
 	assert.Contains(t, out, "/metrics -H 'Authorization: Bearer ", "and at the metrics")
+	assert.Regexp(t, `status page: http://127\.0\.0\.1:\d+/admin/ui/ \(sign in with the admin token above\)`, out, "and at the status page")
+	assert.Contains(t, out, "`anvil-router serve --demo` stays up for the page")
 }
 
 func TestServeFlagErrors(t *testing.T) {

@@ -1,6 +1,8 @@
 package capacity
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/anvil-llm/anvil/router/admission"
@@ -26,14 +28,22 @@ type StatsReader interface {
 	Stats() decisionlog.Stats
 }
 
+// SampleAgeReader returns the age of each capacity member's published pressure sample, read without
+// scheduling anything (scrape.Cache.SampleAges); members never sampled are absent.
+type SampleAgeReader interface {
+	SampleAges(tier string) (map[string]time.Duration, error)
+}
+
 // Sources are the runtime owners the views read. A nil source contributes nothing (a nil Pressure
-// makes every capacity member's telemetry unknown; a nil Health shows no passive health).
+// makes every capacity member's telemetry unknown; a nil Health shows no passive health; nil
+// SampleAges emits no sample age).
 type Sources struct {
-	Admission AdmissionReader
-	Pressure  PressureReader
-	Health    HealthReader
-	Readiness ReadinessReader
-	Decisions StatsReader
+	Admission  AdmissionReader
+	Pressure   PressureReader
+	SampleAges SampleAgeReader
+	Health     HealthReader
+	Readiness  ReadinessReader
+	Decisions  StatsReader
 }
 
 // Collector is a prometheus.Collector that reads Sources at scrape time: the same validated
@@ -50,6 +60,8 @@ type Collector struct {
 type descs struct {
 	// The spec's capacity gauges (capacity tiers only).
 	tierActive, tierCeiling, memberActive, memberCeiling, pressurePPM, freshness *prometheus.Desc
+	// The age of each capacity member's pressure sample, beside its freshness class.
+	sampleAge *prometheus.Desc
 	// The admission gauges of direct and round-robin tiers.
 	plainTierActive, plainTierCeiling, plainMemberActive, plainMemberCeiling *prometheus.Desc
 	readiness                                                                *prometheus.Desc
@@ -71,6 +83,8 @@ func newDescs() descs {
 		pressurePPM:   g("anvil_router_replica_member_pressure_ppm", "Normalized upstream pressure of a member in parts per million; present only while its telemetry is fresh.", member),
 		freshness: g("anvil_router_replica_member_pressure_freshness", "Freshness class of a member's cached upstream pressure: 1 for the current class, 0 for the others.",
 			[]string{"tier", "member", "freshness"}),
+		sampleAge: g("anvil_router_replica_member_pressure_sample_age_seconds", "Age of a capacity member's last published pressure sample (successful or failed), counted from its scrape's start; absent before the first.",
+			member),
 		plainTierActive:    g("anvil_router_tier_active_requests", "Active leases of a direct or round-robin tier.", tier),
 		plainTierCeiling:   g("anvil_router_tier_max_concurrency", "Configured ceiling of a direct or round-robin tier; absent when it has none.", tier),
 		plainMemberActive:  g("anvil_router_member_active_requests", "Active leases of a member of a round-robin tier.", member),
@@ -92,7 +106,7 @@ func newDescs() descs {
 
 func (d descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.tierActive, d.tierCeiling, d.memberActive, d.memberCeiling, d.pressurePPM,
-		d.freshness, d.plainTierActive, d.plainTierCeiling, d.plainMemberActive, d.plainMemberCeiling,
+		d.freshness, d.sampleAge, d.plainTierActive, d.plainTierCeiling, d.plainMemberActive, d.plainMemberCeiling,
 		d.readiness, d.queueWaiting, d.queueMax, d.queueFull, d.passiveHealth, d.ejections, d.records, d.evidenceDiscarded, d.linesWritten, d.linesDropped, d.writeErrors}
 }
 
@@ -170,6 +184,28 @@ func (c *Collector) capacityTier(e emitter, t Tier) {
 		}
 		for _, f := range freshnessClasses {
 			e.gauge(c.d.freshness, oneHot(m.Telemetry.Freshness == f), t.ID, m.ID, f.String())
+		}
+	}
+	c.sampleAges(e, t)
+}
+
+// maxSampleAge bounds a shown age: a sample older than a year is a clock fault, not an age.
+const maxSampleAge = 365 * 24 * time.Hour
+
+// sampleAges emits the pressure sample age of each configured member of an available capacity
+// tier, read once; an age for a member the tier does not have, or outside 0..maxSampleAge, is
+// left out.
+func (c *Collector) sampleAges(e emitter, t Tier) {
+	if c.src.SampleAges == nil {
+		return
+	}
+	ages, err := c.src.SampleAges.SampleAges(t.ID)
+	if err != nil {
+		return
+	}
+	for _, m := range t.Members {
+		if age, ok := ages[m.ID]; ok && age >= 0 && age <= maxSampleAge {
+			e.gauge(c.d.sampleAge, age.Seconds(), t.ID, m.ID)
 		}
 	}
 }

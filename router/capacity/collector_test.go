@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -49,6 +50,22 @@ func TestUnavailableSeriesAreOmitted(t *testing.T) {
 	assert.Contains(t, text, `anvil_router_tier_active_requests{tier="hosted"} 1`, "other tiers are unaffected")
 	assert.Contains(t, text, `anvil_router_member_readiness{member="fresh",state="ready",tier="pool"} 1`,
 		"readiness has its own source")
+}
+
+// TestSampleAgesFailingReader: a sample-age source that fails, or is absent, costs only the age
+// series; the freshness series beside them stay.
+func TestSampleAgesFailingReader(t *testing.T) {
+	for name, ages := range map[string]capacity.SampleAgeReader{"failing": fixedAges{err: errors.New("boom")}, "absent": nil} {
+		t.Run(name, func(t *testing.T) {
+			src, plan, _ := fixtureSources(t)
+			src.SampleAges = ages
+			reg := prometheus.NewRegistry()
+			reg.MustRegister(capacity.NewCollector(plan, src))
+			text := string(gatherText(t, reg))
+			assert.NotContains(t, text, "anvil_router_replica_member_pressure_sample_age_seconds{")
+			assert.Contains(t, text, `anvil_router_replica_member_pressure_freshness{freshness="fresh",member="fresh",tier="pool"} 1`)
+		})
+	}
 }
 
 // TestCollectorAgreesWithTheJSON: one scrape and one capacity document of the same moment tell the
@@ -226,7 +243,8 @@ func FuzzCollector(f *testing.F) {
 	f.Fuzz(func(t *testing.T, data []byte) {
 		plan, snaps, p := fuzzInputs(data)
 		p.t = t
-		src := capacity.Sources{Admission: snapshots(snaps), Pressure: p, Readiness: fixtureReadiness(), Decisions: fixtureStats()}
+		src := capacity.Sources{Admission: snapshots(snaps), Pressure: p, SampleAges: fuzzAges(snaps, data),
+			Readiness: fixtureReadiness(), Decisions: fixtureStats()}
 		reg := prometheus.NewRegistry()
 		if err := reg.Register(capacity.NewCollector(plan, src)); err != nil {
 			t.Fatal(err)
@@ -271,4 +289,24 @@ func safeLabel(name, v string) bool {
 		return ident.ValidReason(v)
 	}
 	return false
+}
+
+// fuzzAges gives every member of every snapshot an age drawn from data: negative, zero, huge or
+// ordinary, so the fuzz reaches the age filter too.
+func fuzzAges(snaps []admission.Snapshot, data []byte) fixedAges {
+	m := map[string]map[string]time.Duration{}
+	i := 0
+	for _, sn := range snaps {
+		ages := map[string]time.Duration{}
+		for _, mem := range sn.Members {
+			var v int64
+			if i+8 <= len(data) {
+				v = int64(binary.LittleEndian.Uint64(data[i : i+8]))
+			}
+			i += 3
+			ages[mem.ID] = time.Duration(v)
+		}
+		m[sn.ID] = ages
+	}
+	return fixedAges{m: m}
 }

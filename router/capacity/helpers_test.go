@@ -187,6 +187,30 @@ func fixtureSources(t testing.TB) (capacity.Sources, []capacity.TierSpec, *fixed
 	cfg := fixtureConfig(t)
 	p := fixturePressure(t)
 	set := fixtureAdmission(t, cfg, p)
-	return capacity.Sources{Admission: set, Pressure: p, Readiness: fixtureReadiness(), Decisions: fixtureStats()},
+	return capacity.Sources{Admission: set, Pressure: p, SampleAges: fixtureAges(), Readiness: fixtureReadiness(), Decisions: fixtureStats()},
 		capacity.Plan(cfg), p
+}
+
+// fixedAges is a sample-age source frozen on a map per tier, or failing.
+type fixedAges struct {
+	m   map[string]map[string]time.Duration
+	err error
+}
+
+func (f fixedAges) SampleAges(tier string) (map[string]time.Duration, error) {
+	if f.err != nil {
+		return nil, f.err
+	}
+	return f.m[tier], nil
+}
+
+// fixtureAges gives the pool's members the ages behind their classes at t0+6s (fresh 250 ms, failed
+// 500 ms, stale 6 s; silent and malformed never sampled), plus an age for a member the tier does not
+// have and a negative one, which the views leave out.
+func fixtureAges() fixedAges {
+	return fixedAges{m: map[string]map[string]time.Duration{
+		"pool": {"fresh": 250 * time.Millisecond, "failed": 500 * time.Millisecond, "stale": 6 * time.Second,
+			"malformed": -time.Second, "ghost": time.Second},
+		"rr": {"a": time.Second},
+	}}
 }

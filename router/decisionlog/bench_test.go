@@ -56,6 +56,18 @@ func BenchmarkLine(b *testing.B) {
 	}
 }
 
+// BenchmarkJSON is one record as the decisions endpoint's format=json writes it (the status page
+// reads 200 of these every refresh).
+func BenchmarkJSON(b *testing.B) {
+	r := capacityRecord(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := r.JSON(); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 func benchCapture(b *testing.B, n int) []byte {
 	var sink bytes.Buffer
 	l, err := New(n, &sink)

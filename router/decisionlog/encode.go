@@ -1,6 +1,7 @@
 package decisionlog
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -39,6 +40,19 @@ func appendJSON(b []byte, r *Record) []byte {
 		b = appendDecision(b, r.ReplicaScheduler)
 	}
 	return append(b, '}')
+}
+
+// JSON returns the record's canonical JSON object: exactly the bytes of its JSONL sink line, without
+// the newline. It applies Log.Add's normalization first (sanitized IDs, evidence that does not fit
+// dropped), so what it writes always reads back through ReadJSONL; a record that breaks an invariant
+// returns an error wrapping ErrInvalidRecord. Operator surfaces that show records as JSON (the
+// decisions endpoint's format=json) use it: there is one serializer.
+func (r Record) JSON() ([]byte, error) {
+	n, err := normalize(r)
+	if err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrInvalidRecord, err)
+	}
+	return appendJSON(make([]byte, 0, 512), &n.rec), nil
 }
 
 // appendDecision writes the four canonical decision fields and, per row, the seven

@@ -113,3 +113,38 @@ func TestDefaultLineBoundHoldsEveryValidRecord(t *testing.T) {
 	assert.Less(t, len(line), ident.MaxLineBytes)
 	assert.Greater(t, len(line), 4000, "the worst case really is large")
 }
+
+// TestRecordJSONIsTheSinkLine: Record.JSON writes exactly the sink's line (without its newline) for
+// every sample record, sanitizing as Add does, and refuses a record that breaks an invariant.
+func TestRecordJSONIsTheSinkLine(t *testing.T) {
+	for i, r := range sampleRecords(t) {
+		t.Run(r.RequestID, func(t *testing.T) {
+			var sink bytes.Buffer
+			l := mustLog(t, 4, &sink)
+			require.NoError(t, l.Add(r))
+			require.NoError(t, l.Flush())
+			got, err := r.JSON()
+			require.NoError(t, err, "record %d", i)
+			assert.Equal(t, strings.TrimSuffix(sink.String(), "\n"), string(got))
+			back, err := ReadJSONL(bytes.NewReader(append(got, '\n')), 1)
+			require.NoError(t, err, "JSON reads back strictly")
+			require.Len(t, back, 1)
+		})
+	}
+	t.Run("invalid record", func(t *testing.T) {
+		bad := capacityRecord(t)
+		bad.Attempts = 2
+		got, err := bad.JSON()
+		require.ErrorIs(t, err, ErrInvalidRecord)
+		assert.Nil(t, got)
+	})
+	t.Run("markup in an ID is sanitized, never written", func(t *testing.T) {
+		r := capacityRecord(t)
+		r.Member = `<img src=x onerror=alert(1)>`
+		r.ReplicaScheduler = nil
+		got, err := r.JSON()
+		require.NoError(t, err)
+		assert.NotContains(t, string(got), "<")
+		assert.Contains(t, string(got), `"member":"`+InvalidMarker+`"`)
+	})
+}

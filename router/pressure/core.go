@@ -108,6 +108,30 @@ func (c *Core) Peek(tier string, now time.Time) (map[string]scheduler.Pressure, 
 	return c.project(s, now), nil
 }
 
+// SampleAges returns, for every member of tier with a published sample, that sample's age at now:
+// now minus its observation time (the scrape's start, so the age is never understated). It is the
+// age behind the member's current freshness class (fresh through scheduler.MaxAge, stale after; a
+// failed scrape publishes a sample too). Members never sampled, members whose sample postdates now,
+// and every member after Close are absent. Like Peek it schedules nothing; the operator views show
+// it next to the freshness class.
+func (c *Core) SampleAges(tier string, now time.Time) (map[string]time.Duration, error) {
+	s, ok := c.tiers[tier]
+	if !ok {
+		return nil, ErrUnknownTier
+	}
+	out := make(map[string]time.Duration, s.hi-s.lo)
+	if c.closed || now.IsZero() {
+		return out, nil
+	}
+	for i := s.lo; i < s.hi; i++ {
+		m := &c.members[i]
+		if m.sampled && !now.Before(m.observedAt) {
+			out[m.id] = now.Sub(m.observedAt)
+		}
+	}
+	return out, nil
+}
+
 // Next hands the oldest queued refresh to a worker and marks it running since now.
 // It returns false when nothing is queued or the core is closed.
 func (c *Core) Next(now time.Time) (Job, bool) {

@@ -322,3 +322,52 @@ func TestCoreTwoVirtualWorkers(t *testing.T) {
 	}
 	assert.Equal(t, 1, c.Pending(), "only the stalled member is pending")
 }
+
+// TestCoreSampleAges: a member's age counts from its sample's observation time (the scrape's start),
+// agrees with the freshness class at the MaxAge boundary, covers failed samples too, leaves out
+// members never sampled, schedules nothing, and is empty after Close.
+func TestCoreSampleAges(t *testing.T) {
+	c := newCore(t)
+	ages, err := c.SampleAges("chat", t0)
+	require.NoError(t, err)
+	assert.Empty(t, ages, "nothing sampled yet")
+
+	_, err = c.Snapshot("chat", t0)
+	require.NoError(t, err)
+	refresh(t, c, at(100*ms), at(300*ms), busy, pressure.ClassOK) // a: observed at +100ms
+	queued := c.Queued()
+
+	tests := []struct {
+		name string
+		now  time.Time
+		want map[string]time.Duration
+	}{
+		{"right after the scrape", at(300 * ms), map[string]time.Duration{"a": 200 * ms}},
+		{"at the fresh boundary", at(100*ms + scheduler.MaxAge), map[string]time.Duration{"a": scheduler.MaxAge}},
+		{"stale", at(100*ms + scheduler.MaxAge + 1), map[string]time.Duration{"a": scheduler.MaxAge + 1}},
+		{"before the observation", at(50 * ms), map[string]time.Duration{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := c.SampleAges("chat", tt.now)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+	assert.Equal(t, freshBusy(t), peek(t, c, "a", at(100*ms+scheduler.MaxAge)), "the age and the class agree")
+	assert.Equal(t, staleBusy(t), peek(t, c, "a", at(100*ms+scheduler.MaxAge+1)))
+
+	refresh(t, c, at(400*ms), at(500*ms), pressure.Sample{}, pressure.ClassFailed) // b: a failed sample
+	got, err := c.SampleAges("chat", at(time.Second))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]time.Duration{"a": 900 * ms, "b": 600 * ms}, got)
+	assert.Equal(t, failed(t), peek(t, c, "b", at(time.Second)))
+	assert.Equal(t, queued-1, c.Queued(), "reading ages schedules nothing")
+
+	_, err = c.SampleAges("nope", t0)
+	assert.ErrorIs(t, err, pressure.ErrUnknownTier)
+	c.Close()
+	got, err = c.SampleAges("chat", at(time.Second))
+	require.NoError(t, err)
+	assert.Empty(t, got, "a closed core shows no sample")
+}

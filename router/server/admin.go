@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net/http"
@@ -235,12 +236,33 @@ func scopeOf(tier manage.Tier, member string) manage.Scope {
 	return manage.Scope{}
 }
 
+// errDecisionFormat refuses a decisions format other than the two there are.
+var errDecisionFormat = apiError{http.StatusBadRequest, "format must be lines or json", "invalid_request_error", "invalid_format"}
+
+// recentDecisions is GET /admin/v1/decisions?n=N[&format=lines|json]: the n most recent records of
+// the ring (default 100), oldest first, as formatted lines (the default) or as the canonical JSON
+// objects of the JSONL sink (format=json; the status page reads these).
 func (s *Server) recentDecisions(c *gin.Context) {
+	format := c.DefaultQuery("format", "lines")
+	if format != "lines" && format != "json" {
+		abort(c, errDecisionFormat)
+		return
+	}
 	n, err := strconv.Atoi(c.DefaultQuery("n", "100"))
 	if err != nil || n < 1 {
 		n = 100
 	}
 	recs := s.decisions.Recent(n)
+	if format == "json" {
+		out := make([]json.RawMessage, 0, len(recs))
+		for _, r := range recs {
+			if b, err := r.JSON(); err == nil { // stored records are normalized: this cannot fail
+				out = append(out, b)
+			}
+		}
+		c.JSON(http.StatusOK, out)
+		return
+	}
 	out := make([]string, 0, len(recs))
 	for _, r := range recs {
 		out = append(out, r.Line())

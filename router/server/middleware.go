@@ -45,7 +45,9 @@ func bearer(c *gin.Context) (string, bool) {
 
 // authenticate guards every path under /v1 with the caller tokens and every path under /admin, and
 // /metrics, with the admin token (none configured: every admin request is refused), whether or not a
-// route exists there.
+// route exists there. The one exception is the status page's own files (exact paths, see
+// statuspage.Page.Public): they are the same static bytes for everyone, and the page asks for the
+// token itself before it reads anything.
 // A refusal is logged at info with the request ID and the matched route pattern, never the token, the
 // path the caller wrote or the body.
 func (s *Server) authenticate() gin.HandlerFunc {
@@ -57,6 +59,9 @@ func (s *Server) authenticate() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		secrets, refusal, scope := []config.Secret(nil), errUnauthenticated, ""
 		switch p := c.Request.URL.Path; {
+		case s.page.Public(p):
+			c.Next()
+			return
 		case p == "/v1" || strings.HasPrefix(p, "/v1/"):
 			secrets, scope = callers, "front"
 		case p == "/admin" || strings.HasPrefix(p, "/admin/"):

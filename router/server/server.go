@@ -30,6 +30,7 @@ import (
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/statuspage"
 )
 
 // Server is one router instance. Create it with New, run it with Serve (or Start and Handler), stop
@@ -49,7 +50,8 @@ type Server struct {
 	sources   capacity.Sources    // the runtime owners the views read: admission, pressure, readiness, decisions
 	intent    *intent.Store       // nil without intent_file: quiesce intent lives in memory only
 	engine    *gin.Engine
-	bodies    *budget // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
+	page      *statuspage.Page // the operator status page's embedded files, served without a token
+	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
 	clock     func() time.Time
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
@@ -125,12 +127,13 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	s.sources = capacity.Sources{Admission: s.router.Admission(), Health: healthNow{s.router, s.now},
 		Readiness: s.prober.State(), Decisions: s.decisions}
 	if s.pressure != nil { // a nil *Cache in the interface would not read as "no cache"
-		s.sources.Pressure = s.pressure
+		s.sources.Pressure, s.sources.SampleAges = s.pressure, s.pressure
 	}
 	if view != nil {
 		s.sources = view(s.sources)
 	}
 	s.metrics.watch(s.plan, s.sources, s.pressure)
+	s.page = statuspage.New()
 	s.engine = s.routes()
 	return s, nil
 }
@@ -289,6 +292,15 @@ func (s *Server) routes() *gin.Engine {
 	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);
 	// metrics.listen serves it without one on a second, private address.
 	e.GET("/metrics", gin.WrapH(s.metrics.handler(s.log)))
+
+	// The status page's files hold no secret and no data: authenticate lets exactly these paths
+	// through (statuspage.Page.Public), while every JSON read they make stays behind the admin token.
+	page := gin.WrapH(s.page)
+	for _, p := range s.page.Paths() {
+		e.GET(p, page)
+		e.HEAD(p, page)
+	}
+	e.GET(statuspage.Bare, page)
 
 	a := e.Group("/admin/v1")
 	a.GET("/admission", s.admissionState)

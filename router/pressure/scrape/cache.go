@@ -130,6 +130,15 @@ func (c *Cache) Peek(tier string) (map[string]scheduler.Pressure, error) {
 	return c.core.Peek(tier, now)
 }
 
+// SampleAges returns the age of each member's published sample (see pressure.Core.SampleAges)
+// without scheduling anything: for the operator views.
+func (c *Cache) SampleAges(tier string) (map[string]time.Duration, error) {
+	now := c.now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.core.SampleAges(tier, now)
+}
+
 // Pending returns how many members have a refresh queued or running; it never exceeds the
 // registered membership. Reading it schedules nothing: for metrics and tests.
 func (c *Cache) Pending() int {
