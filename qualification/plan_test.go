@@ -2,6 +2,7 @@ package qualification
 
 import (
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -284,4 +285,16 @@ func TestResolveSecrets(t *testing.T) {
 	}
 	files = map[string]string{}
 	assert.Equal(t, map[string]string{"router.admin_token": "unreadable", "router.caller_token": "not set"}, p.Availability(src(nil)))
+}
+
+// The documented example is a valid file, and its plan is what the methodology says it is.
+func TestExampleFileIsValid(t *testing.T) {
+	data, err := os.ReadFile("../docs/examples/qualification.yaml")
+	require.NoError(t, err)
+	p, err := Parse(data)
+	require.NoError(t, err)
+	assert.Equal(t, int64(128), p.Tier.Ceiling)
+	assert.Equal(t, 128, p.Phases.SustainedClients)
+	assert.Equal(t, "vllm-2", p.Phases.Failure.Member)
+	assert.Empty(t, p.Approval, "the example records no approval")
 }
