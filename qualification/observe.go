@@ -10,6 +10,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -47,7 +48,13 @@ type answer struct {
 	body   []byte
 }
 
+// readTimeout bounds each of the run's own reads and its non-drain transitions; a drain is given
+// its wait on top.
+const readTimeout = 30 * time.Second
+
 func (w web) get(ctx context.Context, url, token string, limit int64) (answer, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return answer{}, &manage.TransportError{Class: manage.TransportOther}

@@ -9,6 +9,7 @@ import (
 	"math"
 	"net/http"
 	"strings"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
@@ -155,15 +156,21 @@ func readyTier(body []byte, tier string) (tierReadiness, error) {
 // status is the tier's state through the transition API (action status): states and reasons of the
 // tier and of every member, as the router holds and persists them.
 func (r *routerAPI) status(ctx context.Context) (manage.Response, error) {
+	ctx, cancel := context.WithTimeout(ctx, readTimeout)
+	defer cancel()
 	return r.manage.Transition(ctx, manage.Request{Action: manage.ActionStatus, Tier: r.tier})
 }
 
 // transition sends one member transition.
 func (r *routerAPI) transition(ctx context.Context, action, member string, wait int) (manage.Response, error) {
 	req := manage.Request{Action: action, Tier: r.tier, MemberID: member, Reason: QuiesceReason}
+	timeout := readTimeout
 	if action == manage.ActionDrain {
 		req.WaitSeconds = wait
+		timeout += time.Duration(wait) * time.Second // the router answers when the drain ends or its wait passes
 	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
 	return r.manage.Transition(ctx, req)
 }
 

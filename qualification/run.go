@@ -22,8 +22,9 @@ type Approval struct {
 // Options are a run's dependencies.
 type Options struct {
 	Secrets Secrets
-	// Client sends the run's own GETs and its transitions; nil is a client with a 30 s timeout that
-	// follows no redirect. The load phases use the bench's own client.
+	// Client sends the run's own GETs and its transitions; nil is a client that follows no redirect.
+	// Each read is bounded at 30 s, a drain at its wait plus 30 s, so the client itself should set no
+	// overall timeout. The load phases use the bench's own client.
 	Client *http.Client
 	// Progress receives one line per phase; nil discards them. Nothing secret is ever written.
 	Progress io.Writer
@@ -98,8 +99,7 @@ func Run(ctx context.Context, p *Plan, a Approval, o Options) (*Result, error) {
 	}
 	hc := o.Client
 	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second,
-			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		hc = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	r.web = web{hc: hc}
 	var err error
