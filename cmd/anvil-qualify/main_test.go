@@ -85,7 +85,7 @@ workload:
 phases:
   matched: {requests: 40, warmup: 4}
   sustained: {duration: 1s}
-  failure: {duration: 3s, hold: 200ms, drain_wait: 10s}
+  failure: {duration: 5s, hold: 200ms, drain_wait: 10s} # room for the drain and the hold on a loaded machine
   sample_every: 100ms
   restore_timeout: 30s
 slo:
