@@ -86,11 +86,30 @@ func shape(t manage.Tier) string {
 	return strings.Join(parts, ", ")
 }
 
-// gate turns the phases into the verdict and writes it with the promotion request. A run passes
-// only when every phase passed and every SLO held; it is promotable only when it passed, its
-// evidence is real and the router was restored. Nothing is promoted.
+// gate turns the phases into the verdict (decide) and writes it with the promotion request.
 func (r *runner) gate(phases []PhaseReport, interrupted bool, rep *PhaseReport) Verdict {
-	v := Verdict{Evidence: r.evidence, Fingerprint: r.p.Fingerprint(), SLO: []Check{}}
+	v := decide(r.p, phases, interrupted, r.evidence)
+	rep.Status = StatusFailed
+	switch v.Result {
+	case VerdictPass:
+		rep.Status = StatusPassed
+	case VerdictInterrupted:
+		rep.Status = StatusInterrupted
+	}
+	rep.Checks = v.SLO
+	rep.Verdict = &v
+	r.recordJSON(rep, "verdict.json", v)
+	pr := promotionRequest(r.p, v, r.now())
+	r.recordJSON(rep, "promotion-request.json", pr)
+	r.recordFunc(rep, "promotion-request.md", pr.Markdown)
+	return v
+}
+
+// decide is the promotion gate, a pure function of the phase reports. A run passes only when every
+// phase passed and every SLO held; it is promotable only when it passed, its evidence is real and
+// the router was restored. Nothing is promoted.
+func decide(p *Plan, phases []PhaseReport, interrupted bool, evidence string) Verdict {
+	v := Verdict{Evidence: evidence, Fingerprint: p.Fingerprint(), SLO: []Check{}}
 	for _, ph := range phases {
 		switch {
 		case ph.Phase == PhaseRestoration:
@@ -106,12 +125,12 @@ func (r *runner) gate(phases []PhaseReport, interrupted bool, rep *PhaseReport) 
 		}
 		switch ph.Phase {
 		case PhaseRouted:
-			v.SLO = append(v.SLO, sloChecks(ph.Phase, r.p.SLO, ph.Bench)...)
-			if c, ok := addedCheck(r.p.SLO, ph.Comparison); ok {
+			v.SLO = append(v.SLO, sloChecks(ph.Phase, p.SLO, ph.Bench)...)
+			if c, ok := addedCheck(p.SLO, ph.Comparison); ok {
 				v.SLO = append(v.SLO, c)
 			}
 		case PhaseSustained:
-			v.SLO = append(v.SLO, sloChecks(ph.Phase, r.p.SLO, ph.Bench)...)
+			v.SLO = append(v.SLO, sloChecks(ph.Phase, p.SLO, ph.Bench)...)
 		}
 	}
 	sloOK := true
@@ -123,12 +142,12 @@ func (r *runner) gate(phases []PhaseReport, interrupted bool, rep *PhaseReport) 
 	}
 	switch {
 	case interrupted:
-		v.Result, rep.Status = VerdictInterrupted, StatusInterrupted
+		v.Result = VerdictInterrupted
 		v.Reasons = append(v.Reasons, "the run was interrupted")
 	case len(v.Reasons) == 0 && sloOK:
-		v.Result, rep.Status = VerdictPass, StatusPassed
+		v.Result = VerdictPass
 	default:
-		v.Result, rep.Status = VerdictFail, StatusFailed
+		v.Result = VerdictFail
 	}
 	v.Promotable = v.Result == VerdictPass && v.Evidence == EvidenceReal && v.Restored
 	switch v.Evidence {
@@ -137,11 +156,5 @@ func (r *runner) gate(phases []PhaseReport, interrupted bool, rep *PhaseReport) 
 	case EvidenceUndetermined:
 		v.Reasons = append(v.Reasons, "not promotable: not every member was observed")
 	}
-	rep.Checks = v.SLO
-	rep.Verdict = &v
-	r.recordJSON(rep, "verdict.json", v)
-	pr := promotionRequest(r.p, v, r.now())
-	r.recordJSON(rep, "promotion-request.json", pr)
-	r.recordFunc(rep, "promotion-request.md", pr.Markdown)
 	return v
 }
