@@ -103,3 +103,47 @@ func TestDecideNeverPromotesWithoutRealEvidence(t *testing.T) {
 		}
 	}
 }
+
+// The latency SLOs compare a p99 in milliseconds with the target duration, inclusively, and need
+// samples; the added-latency SLO is routed minus direct p50. Targets left at zero are not checked.
+func TestSLOChecks(t *testing.T) {
+	s := SLOPlan{MinSuccess: 0.9, TTFTP99: 500 * time.Millisecond, E2ELP99: 2 * time.Second}
+	result := func(ok int, ttft, e2el float64, n int) *bench.Result {
+		return &bench.Result{Requests: 10, Completed: ok, TTFT: bench.Summary{N: n, P99: ttft}, E2EL: bench.Summary{N: n, P99: e2el}}
+	}
+	cases := []struct {
+		name   string
+		result *bench.Result
+		passed []bool // success share, TTFT p99, E2EL p99
+	}{
+		{"all within", result(10, 499, 2000, 10), []bool{true, true, true}},
+		{"at the targets", result(9, 500, 2000, 10), []bool{true, true, true}},
+		{"over the targets", result(8, 500.001, 2000.5, 10), []bool{false, false, false}},
+		{"no samples", result(10, 0, 0, 0), []bool{true, false, false}},
+		{"no requests", &bench.Result{}, []bool{false, false, false}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checks := sloChecks(PhaseRouted, s, c.result)
+			require.Len(t, checks, 3, "TPOT has no target and is not checked")
+			for i, want := range c.passed {
+				assert.Equal(t, want, checks[i].Passed, "%s: %s", checks[i].Name, checks[i].Detail)
+			}
+		})
+	}
+
+	_, ok := addedCheck(s, nil)
+	assert.False(t, ok, "no target, no check")
+	s.MaxAddedE2ELP50 = 50 * time.Millisecond
+	cmp := func(direct, routed float64) *bench.Comparison {
+		return &bench.Comparison{Direct: bench.Result{E2EL: bench.Summary{N: 5, P50: direct}}, Routed: bench.Result{E2EL: bench.Summary{N: 5, P50: routed}}}
+	}
+	for _, c := range []struct {
+		direct, routed float64
+		passed         bool
+	}{{100, 150, true}, {100, 150.5, false}, {100, 90, true}} {
+		got, ok := addedCheck(s, cmp(c.direct, c.routed))
+		require.True(t, ok)
+		assert.Equal(t, c.passed, got.Passed, got.Detail)
+	}
+}

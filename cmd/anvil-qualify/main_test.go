@@ -89,9 +89,7 @@ phases:
   sample_every: 100ms
   restore_timeout: 30s
 slo:
-  min_success: 0.99
-  e2el_p99: 20s
-  max_added_e2el_p50: 5s
+  min_success: 0.99 # no latency target: a verdict must not hang on this machine's speed (gate_test covers them)
 `, output, routerURL, testModel, fakevllm.VLLMVersion, members[0], members[1])
 	if digestToken != "" {
 		p, err := qualification.Parse([]byte(body))
