@@ -117,7 +117,7 @@ type LoadDoc struct {
 // FailureDoc is the failure-injection phase.
 type FailureDoc struct {
 	Member    string        `yaml:"member"`
-	Duration  time.Duration `yaml:"duration"`
+	Duration  time.Duration `yaml:"duration"` // the most the load may last: it ends when the member is readmitted
 	Hold      time.Duration `yaml:"hold"`
 	DrainWait time.Duration `yaml:"drain_wait"`
 }

@@ -22,10 +22,11 @@ const settleTimeout = 30 * time.Second
 const pollEvery = 20 * time.Millisecond
 
 // sendLoad runs one bench plan against a target on a client sized for it, as anvil-bench does.
-func (r *runner) sendLoad(ctx context.Context, bp bench.Plan, t bench.Target, live *bench.Live) (*bench.RunResult, error) {
+// Closing until (nil: never) ends its arrivals early; the requests in flight still run to their end.
+func (r *runner) sendLoad(ctx context.Context, bp bench.Plan, t bench.Target, until <-chan struct{}) (*bench.RunResult, error) {
 	c := bench.NewClient(bp.Concurrency(), bp.MaxPromptTokens())
 	defer c.Close()
-	return bench.Run(ctx, c, bp, t, 0, live)
+	return bench.RunUntil(ctx, c, bp, t, 0, nil, until)
 }
 
 func (r *runner) directTarget() bench.Target {

@@ -135,7 +135,7 @@ type Load struct {
 // Failure is the failure-injection phase.
 type Failure struct {
 	Member    string        `json:"member"`
-	Duration  time.Duration `json:"duration_ns"`
+	Duration  time.Duration `json:"duration_ns"` // the most the load may last: it ends when the member is readmitted
 	Hold      time.Duration `json:"hold_ns"`
 	DrainWait time.Duration `json:"drain_wait_ns"`
 }
@@ -373,7 +373,7 @@ func (p *Plan) failure(f FailureDoc) error {
 	case !slices.ContainsFunc(p.Tier.Members, func(m Member) bool { return m.ID == fp.Member }):
 		return invalid("phases.failure.member", "must be one of the tier's members")
 	case fp.Duration < time.Second || fp.Duration > bench.MaxDuration:
-		return invalid("phases.failure.duration", "is required: the load's arrival window, 1s to 24h")
+		return invalid("phases.failure.duration", "is required: the most the load may last (it ends when the member is readmitted), 1s to 24h")
 	case fp.Hold < 10*time.Millisecond || fp.Hold > time.Hour:
 		return invalid("phases.failure.hold", "must be from 10ms to 1h")
 	case fp.DrainWait < time.Second || fp.DrainWait > manage.MaxWaitSeconds*time.Second || fp.DrainWait%time.Second != 0:

@@ -118,7 +118,7 @@ func decide(p *Plan, phases []PhaseReport, interrupted bool, evidence string) Ve
 				v.Reasons = append(v.Reasons, "restoration failed: check the tier's state now (router/status-after.json)")
 			}
 		case ph.Status != StatusPassed:
-			v.Reasons = append(v.Reasons, fmt.Sprintf("phase %s %s", ph.Phase, ph.Status))
+			v.Reasons = append(v.Reasons, fmt.Sprintf("phase %s %s%s", ph.Phase, ph.Status, failedText(ph.Checks)))
 		}
 		if ph.Bench == nil || ph.Status != StatusPassed {
 			continue
@@ -137,7 +137,7 @@ func decide(p *Plan, phases []PhaseReport, interrupted bool, evidence string) Ve
 	for _, c := range v.SLO {
 		if !c.Passed {
 			sloOK = false
-			v.Reasons = append(v.Reasons, "SLO not met: "+c.Name)
+			v.Reasons = append(v.Reasons, "SLO not met: "+c.Name+" ("+c.Detail+")")
 		}
 	}
 	switch {
@@ -157,4 +157,19 @@ func decide(p *Plan, phases []PhaseReport, interrupted bool, evidence string) Ve
 		v.Reasons = append(v.Reasons, "not promotable: not every member was observed")
 	}
 	return v
+}
+
+// failedText names a phase's failed checks, so a verdict's reasons say what failed without the
+// phase report at hand: ": name (detail); ...", or "" when none failed.
+func failedText(checks []Check) string {
+	var parts []string
+	for _, c := range checks {
+		if !c.Passed {
+			parts = append(parts, c.Name+" ("+c.Detail+")")
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(parts, "; ")
 }

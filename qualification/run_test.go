@@ -3,9 +3,11 @@ package qualification_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
@@ -24,10 +26,10 @@ func TestFakeHeaderIsTheFakesIdentity(t *testing.T) {
 	assert.Equal(t, fakevllm.IdentityHeader, qualification.FakeHeader)
 }
 
-func planFor(t *testing.T, rg *rig) (*qualification.Plan, qualification.Approval, string) {
+func planFor(t *testing.T, rg *rig, failure string) (*qualification.Plan, qualification.Approval, string) {
 	t.Helper()
 	out := t.TempDir()
-	p, err := qualification.Parse([]byte(rg.qualYAML(t, out)))
+	p, err := qualification.Parse([]byte(rg.qualYAML(t, out, failure)))
 	require.NoError(t, err)
 	a, err := p.Approve(true, rigApproval)
 	require.NoError(t, err)
@@ -39,7 +41,7 @@ func planFor(t *testing.T, rg *rig) (*qualification.Plan, qualification.Approval
 // found them; the verdict is "interrupted" and the artifact set is sealed.
 func TestInterruptedRunStillRestores(t *testing.T) {
 	rg := startRig(t, rigOptions{})
-	p, a, _ := planFor(t, rg)
+	p, a, _ := planFor(t, rg, rigFailure)
 	require.Empty(t, persisted(t, rg.intent), "nothing quiesced before the run")
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -59,16 +61,16 @@ func TestInterruptedRunStillRestores(t *testing.T) {
 
 	byName := phases(res)
 	for _, name := range []string{qualification.PhasePreflight, qualification.PhaseBaseline, qualification.PhaseRouted, qualification.PhaseSustained} {
-		assert.Equal(t, qualification.StatusPassed, byName[name].Status, "%s: %+v", name, byName[name].Checks)
+		assert.Equal(t, qualification.StatusPassed, byName[name].Status, "%s: %s", name, explain(res))
 	}
-	assert.Equal(t, qualification.StatusInterrupted, byName[qualification.PhaseFailure].Status)
+	assert.Equal(t, qualification.StatusInterrupted, byName[qualification.PhaseFailure].Status, explain(res))
 	rest := byName[qualification.PhaseRestoration]
-	assert.Equal(t, qualification.StatusPassed, rest.Status, "%+v", rest.Checks)
+	assert.Equal(t, qualification.StatusPassed, rest.Status, explain(res))
 	require.Len(t, rest.Actions, 1, "restoration undid the one quiesce")
 	assert.Equal(t, manage.ActionReadmit, rest.Actions[0].Action)
 	assert.Equal(t, "m1", rest.Actions[0].Member)
 	assert.Equal(t, manage.ResultChanged, rest.Actions[0].Result)
-	assert.Equal(t, qualification.VerdictInterrupted, res.Verdict.Result)
+	assert.Equal(t, qualification.VerdictInterrupted, res.Verdict.Result, explain(res))
 	assert.True(t, res.Verdict.Restored)
 	assert.False(t, res.Verdict.Promotable)
 	assert.Equal(t, qualification.EvidenceSynthetic, res.Verdict.Evidence)
@@ -92,7 +94,7 @@ func TestInterruptedRunStillRestores(t *testing.T) {
 // endpoint, the router is never changed, and no later load phase runs.
 func TestWrongIdentityStopsAtPreflight(t *testing.T) {
 	rg := startRig(t, rigOptions{models: [2]string{"", "qual/some-other-model"}})
-	p, a, _ := planFor(t, rg)
+	p, a, _ := planFor(t, rg, rigFailure)
 	res, err := qualification.Run(t.Context(), p, a, qualification.Options{Secrets: rigSecrets()})
 	require.NoError(t, err)
 
@@ -125,6 +127,53 @@ func TestWrongIdentityStopsAtPreflight(t *testing.T) {
 	assert.Empty(t, rg.srv.Decisions().Recent(1<<20))
 	_, err = qualification.Verify(res.Dir)
 	require.NoError(t, err)
+}
+
+// A failure phase whose load reaches its bound (phases.failure.duration) before the member is back
+// ends there instead of hanging: here the hold outlasts the bound, so the bound always passes
+// first, whatever the machine's speed. The phase fails and says why, the member is readmitted and
+// the router is restored; no request was cut.
+func TestFailureLoadBoundEndsAStuckPhase(t *testing.T) {
+	rg := startRig(t, rigOptions{})
+	p, a, _ := planFor(t, rg, "{member: m1, duration: 1s, hold: 1h, drain_wait: 10m}")
+	res, err := qualification.Run(t.Context(), p, a, qualification.Options{Secrets: rigSecrets()})
+	require.NoError(t, err)
+
+	fail := phases(res)[qualification.PhaseFailure]
+	assert.Equal(t, qualification.StatusFailed, fail.Status, explain(res))
+	checks := map[string]qualification.Check{}
+	for _, c := range fail.Checks {
+		checks[c.Name] = c
+	}
+	lasted, ok := checks["the load lasted until the member was back"]
+	require.True(t, ok, explain(res))
+	assert.False(t, lasted.Passed)
+	assert.Contains(t, lasted.Detail, "its bound passed first")
+	assert.True(t, checks["no request was cut"].Passed, explain(res))
+	assert.Equal(t, qualification.StatusPassed, phases(res)[qualification.PhaseRestoration].Status, explain(res))
+	assert.Equal(t, qualification.VerdictFail, res.Verdict.Result)
+	assert.True(t, res.Verdict.Restored)
+	assert.Contains(t, strings.Join(res.Verdict.Reasons, "\n"), "the load lasted until the member was back")
+	assert.Equal(t, "admitting", status(t, rg, "m1"))
+	assert.Empty(t, persisted(t, rg.intent))
+}
+
+// explain is a run's verdict with its reasons and every failed check of every phase: what a test's
+// failure message must show, since a verdict alone does not say why.
+func explain(res *qualification.Result) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "verdict %s (restored %t)", res.Verdict.Result, res.Verdict.Restored)
+	for _, r := range res.Verdict.Reasons {
+		fmt.Fprintf(&b, "\n  reason: %s", r)
+	}
+	for _, ph := range res.Phases {
+		for _, c := range ph.Checks {
+			if !c.Passed {
+				fmt.Fprintf(&b, "\n  %s failed %q: %s", ph.Phase, c.Name, c.Detail)
+			}
+		}
+	}
+	return b.String()
 }
 
 func phases(res *qualification.Result) map[string]qualification.PhaseReport {
