@@ -44,6 +44,13 @@ var quiet = []string{"router/admission", "router/pressure", "sim", "router/capac
 // its cores and the simulator that drives them.
 var netFree = []string{"sim", "router/routing", "router/admission", "router/scheduler", "fakevllm/engine", "sim/event"}
 
+// qualificationMay are the module packages qualification may depend on, transitively: the bench and
+// the scenarios it takes load from (with their pure cores), the transition grammar and client, and
+// the router's wire models it reads answers into (the readiness rule, the decision summary). Never
+// admission, routing, the server, the simulator or the fake.
+var qualificationMay = []string{"bench", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
+	"router/decisionlog", "router/scheduler", "fakevllm/engine", "fakevllm/profile"}
+
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its
 // build graph when transitive.
 type importRule struct {
@@ -178,6 +185,13 @@ func rules() []importRule {
 		{why: "router/statuspage holds the status page's files and serves them: the standard library (and its golang.org/x parts) only; the page reads the router over HTTP, like any client",
 			subjects: []string{"router/statuspage"}, applies: exact("router/statuspage"), transitive: true,
 			forbids: func(_, dep string) bool { return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") }},
+		{why: "qualification is a black-box client of the router and its members: the bench, the scenarios, the transition client and the router's wire models only",
+			subjects: []string{"qualification"}, applies: underAny("qualification"), transitive: true,
+			forbids: func(_, dep string) bool { l := local(dep); return l != "" && !slices.Contains(qualificationMay, l) }},
+		{why: "only anvil-qualify imports qualification",
+			subjects: []string{"qualification", "cmd/anvil-qualify"},
+			applies:  func(rel string) bool { return rel != "cmd/anvil-qualify" && !under(rel, "qualification") },
+			forbids:  func(_, dep string) bool { l := local(dep); return l != "" && under(l, "qualification") }},
 		{why: "nothing imports a command",
 			subjects: []string{"cmd/anvil-router"}, applies: func(string) bool { return true },
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "cmd") }},
@@ -550,6 +564,10 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"transition path outside manage", "router/mcp", `var _ = "http://h` + transitionPath + `"`, "speaks the transition endpoint outside router/manage"},
 		{"status page reaches into the router", "router/statuspage",
 			`import "github.com/anvil-llm/anvil/router/capacity"; var _ = capacity.Plan`, "router/statuspage holds the status page's files"},
+		{"qualification depends on admission", "qualification",
+			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "qualification is a black-box client"},
+		{"the simulator depends on qualification", "sim/report",
+			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
 		{"fakevllm depends on the router", "fakevllm/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
 	}
@@ -626,7 +644,7 @@ func TestEveryPackageHasADocComment(t *testing.T) {
 // TestDocGuidesExist: router, sim and qualification carry a doc.go reading guide. A listed directory
 // that does not exist fails: remove it from the list until the package lands.
 func TestDocGuidesExist(t *testing.T) {
-	for _, dir := range []string{"router", "sim"} {
+	for _, dir := range []string{"router", "sim", "qualification"} {
 		if _, err := os.Stat(filepath.Join(dir, "doc.go")); err != nil {
 			t.Errorf("%s has no doc.go reading guide", dir)
 		}

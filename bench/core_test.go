@@ -376,3 +376,28 @@ func TestAnswerFrames(t *testing.T) {
 		}
 	}
 }
+
+// A client is sized from its plan: the pool holds every client's connection, the shared prompt
+// text the longest prompt the plan can draw.
+func TestPlanSizesItsClient(t *testing.T) {
+	closed := Plan{Workload: scenarios.Workload{Closed: &scenarios.Closed{Clients: 12},
+		PromptTokens: scenarios.Dist{Dist: scenarios.DistUniform, Min: 8, Max: 96}}}
+	open := Plan{Workload: scenarios.Workload{Open: &scenarios.Open{Process: scenarios.ProcessPoisson, Rate: 5},
+		PromptTokens: scenarios.Dist{Dist: scenarios.DistConstant, Value: 40}}}
+	cases := []struct {
+		name        string
+		p           Plan
+		conc, promp int
+	}{
+		{"closed loop", closed, 12, 96},
+		{"closed loop, more warm-up clients", func() Plan { p := closed; p.WarmupClients = 20; return p }(), 20, 96},
+		{"open loop", open, 1024, 40},
+		{"open loop with a larger in-flight stop", func() Plan { p := open; p.Stop.MaxInFlight = 5000; return p }(), 5000, 40},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			assert.Equal(t, c.conc, c.p.Concurrency())
+			assert.Equal(t, c.promp, c.p.MaxPromptTokens())
+		})
+	}
+}

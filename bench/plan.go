@@ -138,3 +138,23 @@ func (p *Plan) Mode() string {
 	}
 	return "open"
 }
+
+// MaxPromptTokens is the longest prompt the plan can draw, for sizing a client's shared prompt text.
+func (p *Plan) MaxPromptTokens() int {
+	d := p.Workload.PromptTokens
+	if d.Dist == scenarios.DistConstant {
+		return int(d.Value)
+	}
+	return int(d.Max)
+}
+
+// Concurrency is how many connections the plan may want to keep idle between requests, for sizing
+// a client's connection pool: every closed-loop client's, every warm-up client's, or for an open
+// loop the in-flight bound (at least 1024; an open loop's concurrency is the target's to decide).
+func (p *Plan) Concurrency() int {
+	n := p.WarmupClients
+	if c := p.Workload.Closed; c != nil {
+		return max(n, c.Clients)
+	}
+	return max(n, p.Stop.MaxInFlight, 1024)
+}

@@ -72,6 +72,14 @@ type sender interface {
 // open loop (requests leave at the schedule's times whatever the target does). It returns when
 // every request has ended. Cancelling ctx stops the run like an over-saturation stop does.
 func Run(ctx context.Context, c *Client, p Plan, t Target, round int, live *Live) (*RunResult, error) {
+	return RunUntil(ctx, c, p, t, round, live, nil)
+}
+
+// RunUntil is Run whose arrivals also end when until is closed (nil: never): from then on no request
+// leaves, and the ones in flight run to their end, unlike a cancelled ctx, which cuts them. The
+// plan's count or window still bounds the run. A caller whose load must last exactly as long as
+// something else it does (anvil-qualify's failure injection) closes until when that is done.
+func RunUntil(ctx context.Context, c *Client, p Plan, t Target, round int, live *Live, until <-chan struct{}) (*RunResult, error) {
 	if err := p.Validate(); err != nil {
 		return nil, err
 	}
@@ -81,7 +89,7 @@ func Run(ctx context.Context, c *Client, p Plan, t Target, round int, live *Live
 	if live == nil {
 		live = &Live{}
 	}
-	return run(ctx, c, &p, &t, round, live), nil
+	return run(ctx, c, &p, &t, round, live, until), nil
 }
 
 // runner is one run's shared state.
@@ -91,7 +99,8 @@ type runner struct {
 	s     sender
 	round int
 	live  *Live
-	urls  []string // the endpoint URL of each base URL
+	urls  []string        // the endpoint URL of each base URL
+	until <-chan struct{} // closed: no request leaves any more (nil: never)
 
 	stop context.CancelCauseFunc
 
@@ -116,8 +125,8 @@ type phase struct {
 	next   int // the next request's ID
 }
 
-func run(ctx context.Context, s sender, p *Plan, t *Target, round int, live *Live) *RunResult {
-	r := &runner{p: p, t: t, s: s, round: round, live: live}
+func run(ctx context.Context, s sender, p *Plan, t *Target, round int, live *Live, until <-chan struct{}) *RunResult {
+	r := &runner{p: p, t: t, s: s, round: round, live: live, until: until}
 	for _, u := range t.URLs {
 		r.urls = append(r.urls, strings.TrimRight(u, "/")+p.Endpoint.Path())
 	}
@@ -196,6 +205,8 @@ func (r *runner) client(ctx context.Context, ph *phase, c *scenarios.Closed) {
 			case <-timer.C:
 			case <-ctx.Done():
 				return
+			case <-r.until:
+				return
 			}
 		}
 		ready = time.Now()
@@ -220,6 +231,8 @@ func (r *runner) open(ctx context.Context, ph *phase) {
 			case <-timer.C:
 			case <-ctx.Done():
 				return
+			case <-r.until:
+				return
 			}
 		}
 		if ctx.Err() != nil {
@@ -236,7 +249,7 @@ func (r *runner) open(ctx context.Context, ph *phase) {
 }
 
 // take hands out the next request of the phase, ready to leave at ready, or says the phase is
-// over: its count is reached, its window has passed, or the run was stopped. Taking a request
+// over: its count is reached, its window has passed, its until was closed, or the run was stopped. Taking a request
 // puts it in flight; a measured request over the in-flight bound stops the run instead.
 func (r *runner) take(ph *phase, ready time.Time) (int, scenarios.Shape, bool) {
 	r.mu.Lock()
@@ -247,6 +260,8 @@ func (r *runner) take(ph *phase, ready time.Time) (int, scenarios.Shape, bool) {
 	case ph.limit > 0 && ph.next >= ph.limit:
 		return 0, scenarios.Shape{}, false
 	case ph.limit == 0 && ready.Sub(ph.start) >= ph.window:
+		return 0, scenarios.Shape{}, false
+	case r.ended():
 		return 0, scenarios.Shape{}, false
 	}
 	if !ph.warm && r.p.Stop.MaxInFlight > 0 && r.inFlight >= r.p.Stop.MaxInFlight {
@@ -260,6 +275,16 @@ func (r *runner) take(ph *phase, ready time.Time) (int, scenarios.Shape, bool) {
 	r.live.InFlight.Add(1)
 	r.live.Sent.Add(1)
 	return id, ph.shapes.Next(), true
+}
+
+// ended reports whether until was closed.
+func (r *runner) ended() bool {
+	select {
+	case <-r.until:
+		return true
+	default:
+		return false
+	}
 }
 
 // do sends one request under its timeout and scheduled cancellation and files its record.

@@ -129,6 +129,41 @@ func TestClosedLoopDurationWindow(t *testing.T) {
 	})
 }
 
+// A run's arrivals end when its until is closed, well inside its window: no request leaves after
+// that, the ones in flight run to their end (none is cut), and the run counts as run to its end.
+func TestRunUntilEndsArrivalsWithoutCutting(t *testing.T) {
+	for _, mode := range []string{"closed", "open"} {
+		t.Run(mode, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				p := closedPlan(2, 0, 0, time.Second, 1)
+				if mode == "open" {
+					p = openPlan(scenarios.ProcessConstant, 10, 0, 0) // one arrival every 100 ms
+				}
+				p.Requests, p.Duration = 0, time.Hour // the bound, far off
+				until := make(chan struct{})
+				time.AfterFunc(950*time.Millisecond, func() { close(until) }) // between two arrivals
+				c, base, stop := pipeServer(t, okStream(300*time.Millisecond))
+				defer stop()
+				start := time.Now()
+				res, err := RunUntil(t.Context(), c, p, Target{Name: "t", URLs: []string{base}, Model: "m"}, 0, nil, until)
+				require.NoError(t, err)
+				require.NotEmpty(t, res.Records)
+				for _, r := range res.Records {
+					assert.Equal(t, OK, r.Outcome, "request %d", r.ID)
+					assert.Less(t, r.Start, 950*time.Millisecond, "request %d left after until was closed", r.ID)
+				}
+				want := 8 // each client at 0, 300, 600 and 900 ms
+				if mode == "open" {
+					want = 9 // at 100, 200, ... 900 ms
+				}
+				assert.Len(t, res.Records, want)
+				assert.Empty(t, res.Stopped)
+				assert.Equal(t, 1200*time.Millisecond, time.Since(start), "the last requests (900 ms) ran to their end")
+			})
+		})
+	}
+}
+
 // An open loop sends every request at its scheduled time, whatever the target does.
 func TestOpenLoopKeepsTheSchedule(t *testing.T) {
 	for _, process := range []string{scenarios.ProcessPoisson, scenarios.ProcessGamma, scenarios.ProcessConstant} {

@@ -10,6 +10,10 @@
 // step slowdown, stream truncation) and shows on /metrics like any vLLM
 // request.
 //
+// Every answer, on every route, carries the header X-Anvil-Fakevllm
+// (IdentityHeader), which a real vLLM never sends: anvil-qualify labels a run
+// synthetic by observing it, so fake evidence cannot pass for real.
+//
 // Reading guide:
 //
 //   - server.go: Options, Server, NewServer, the routes, /health.

@@ -19,6 +19,15 @@ import (
 // (metric names, framing) this fake follows.
 const VLLMVersion = "0.12.0"
 
+// IdentityHeader is set on every answer of a fake member, with the value
+// IdentityValue; a real vLLM sends no such header. It is how a client that
+// must keep synthetic evidence apart from real evidence (anvil-qualify)
+// knows which one it observed, without trusting a declaration.
+const (
+	IdentityHeader = "X-Anvil-Fakevllm"
+	IdentityValue  = "anvil-fakevllm/" + VLLMVersion
+)
+
 // Defaults and bounds of Options.
 const (
 	DefaultMaxBodyBytes   = 8 << 20
@@ -240,7 +249,7 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
-	r.Use(s.recoverer)
+	r.Use(identify, s.recoverer)
 	r.POST("/v1/chat/completions", s.generate(endpointChat))
 	r.POST("/v1/completions", s.generate(endpointCompletions))
 	r.POST("/v1/responses", s.generate(endpointResponses))
@@ -258,6 +267,12 @@ func (s *Server) routes() *gin.Engine {
 	r.NoRoute(func(c *gin.Context) { c.JSON(http.StatusNotFound, gin.H{"detail": "Not Found"}) })
 	r.NoMethod(func(c *gin.Context) { c.JSON(http.StatusMethodNotAllowed, gin.H{"detail": "Method Not Allowed"}) })
 	return r
+}
+
+// identify marks every answer, the unknown routes' included, as the fake's.
+func identify(c *gin.Context) {
+	c.Header(IdentityHeader, IdentityValue)
+	c.Next()
 }
 
 // recoverer turns a handler panic into a 500 (or a cut connection once the

@@ -221,3 +221,34 @@ func TestClosingRefusesNewWork(t *testing.T) {
 	m.srv.Close() // idempotent
 	assert.Equal(t, uint64(0), m.srv.Metrics().Submitted, "metrics stay readable after Close")
 }
+
+// Every answer names the fake, whatever the route, method or status: a client can tell it from a
+// real vLLM by what it observes.
+func TestEveryAnswerIdentifiesTheFake(t *testing.T) {
+	m := startLoopback(t, tinyOptions())
+	cases := []struct {
+		method, path, body string
+		status             int
+	}{
+		{http.MethodGet, "/v1/models", "", http.StatusOK},
+		{http.MethodGet, "/health", "", http.StatusOK},
+		{http.MethodGet, "/version", "", http.StatusOK},
+		{http.MethodGet, "/metrics", "", http.StatusOK},
+		{http.MethodPost, "/v1/completions", `{"model":"` + testModel + `","prompt":"hi","max_tokens":2}`, http.StatusOK},
+		{http.MethodPost, "/v1/completions", `{"prompt":`, http.StatusBadRequest},
+		{http.MethodGet, "/no/such/route", "", http.StatusNotFound},
+		{http.MethodDelete, "/v1/models", "", http.StatusMethodNotAllowed},
+	}
+	for _, c := range cases {
+		t.Run(c.method+" "+c.path, func(t *testing.T) {
+			req, err := http.NewRequestWithContext(t.Context(), c.method, m.url+c.path, strings.NewReader(c.body))
+			require.NoError(t, err)
+			req.Header.Set("Content-Type", "application/json")
+			resp, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			_ = readAll(t, resp)
+			assert.Equal(t, c.status, resp.StatusCode)
+			assert.Equal(t, IdentityValue, resp.Header.Get(IdentityHeader))
+		})
+	}
+}

@@ -18,10 +18,18 @@
 //
 // Around that path: ident (the contract's grammars and bounds, a pure leaf), config (the validated
 // model) and config/load (YAML files and viper, the only viper user), readiness (member served-model
-// probes, core plus prober shell), pressure (the single-flight cache core) and pressure/scrape (its
-// HTTP shell and the vLLM /metrics parser), capacity (the operator views: the validated capacity
-// JSON and the Prometheus collector, read from the same snapshots without scheduling anything),
-// and audioform (the audio upload's multipart form, read in one streaming pass).
+// probes, core plus prober shell), health (the pure passive-health core that ejects a member after
+// consecutive failures; routing applies it to each readiness snapshot), pressure (the single-flight
+// cache core) and pressure/scrape (its HTTP shell and the vLLM /metrics parser), capacity (the
+// operator views: the validated capacity JSON and the Prometheus collector, read from the same
+// snapshots without scheduling anything), and audioform (the audio upload's multipart form, read in
+// one streaming pass).
+//
+// The operator's controls: manage (the one transition request: its grammar, which the server's
+// endpoint decodes with, and the client the CLI verbs and the MCP tool send it with), mcp (the
+// router_transition tool over manage) and intent (tier and member quiesce intent persisted across
+// restarts, restored into admission at start); statuspage (the embedded status page under /admin/ui/,
+// which reads the capacity JSON and calls the transition endpoint like any other client).
 //
 // Pure cores take time as a value; shells own goroutines, clocks and I/O. The simulator drives the same
 // cores on virtual time.

@@ -53,7 +53,7 @@ alternating which goes first when --routed-first is not given, and pools each ta
 			if err != nil {
 				return err
 			}
-			c := bench.NewClient(concurrency(&p), maxPrompt(&p))
+			c := bench.NewClient(p.Concurrency(), p.MaxPromptTokens())
 			defer c.Close()
 			var recs []bench.Record
 			var runs []*bench.RunResult

@@ -269,23 +269,3 @@ func token(file, env string) (string, error) {
 	}
 	return strings.TrimSpace(os.Getenv(env)), nil
 }
-
-// maxPrompt is the longest prompt a plan can draw, for sizing the shared prompt text.
-func maxPrompt(p *bench.Plan) int {
-	d := p.Workload.PromptTokens
-	if d.Dist == scenarios.DistConstant {
-		return int(d.Value)
-	}
-	return int(d.Max)
-}
-
-// concurrency is how many connections a plan may want to keep idle between requests, for sizing
-// the connection pool: every closed-loop client's, every warm-up client's, or for an open loop the
-// in-flight bound (at least 1024; an open loop's concurrency is the target's to decide).
-func concurrency(p *bench.Plan) int {
-	n := p.WarmupClients
-	if c := p.Workload.Closed; c != nil {
-		return max(n, c.Clients)
-	}
-	return max(n, p.Stop.MaxInFlight, 1024)
-}

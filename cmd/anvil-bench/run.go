@@ -61,7 +61,7 @@ func newRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c := bench.NewClient(concurrency(&p), maxPrompt(&p))
+			c := bench.NewClient(p.Concurrency(), p.MaxPromptTokens())
 			defer c.Close()
 			res, err := execute(cmd.Context(), c, p, t, 0, cmd.ErrOrStderr(), o.noProgress)
 			if perr := stopProfile(); err == nil {

@@ -114,12 +114,12 @@ func (c *Client) Transition(ctx context.Context, req Request) (Response, error) 
 	hr.Header.Set("Content-Type", "application/json")
 	resp, err := c.doer.Do(hr)
 	if err != nil {
-		return Response{}, &TransportError{classify(ctx, err)}
+		return Response{}, Transport(ctx, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
 	if err != nil {
-		return Response{}, &TransportError{classify(ctx, err)}
+		return Response{}, Transport(ctx, err)
 	}
 	if len(body) > maxResponseBytes {
 		return Response{}, &TransportError{TransportBadReply}
@@ -182,6 +182,13 @@ func fixedMessage(s string) bool {
 		}
 	}
 	return true
+}
+
+// Transport classifies a failure to get an answer from an HTTP server (a Do or a body read under
+// ctx) as a *TransportError: its class only, never the error's text, which names the URL. Other
+// clients of the router's admin API (anvil-qualify) report their failures the same way.
+func Transport(ctx context.Context, err error) *TransportError {
+	return &TransportError{classify(ctx, err)}
 }
 
 func classify(ctx context.Context, err error) string {
