@@ -6,6 +6,9 @@
 # a simulation of the same scenario, seed and arrival window. Every file lands under
 # bench/results/sim-vs-real/ (git-ignored): per run the bench's table, JSON and raw records and the
 # load average before and after; per round the comparison as text, JSON and Markdown; summary.md.
+# Each round starts with the scenario's load sent straight at its first member, replayed through the
+# engine model (anvil-sim replay): the real path's own share of the gap, at the machine's load
+# (SIM_VS_REAL_ALONE=0 skips it).
 #
 #   bench/sim-vs-real.sh [-r ROUNDS] [SCENARIO[=DURATION] ...]
 #
@@ -53,22 +56,51 @@ wait_for() {
 	return 1
 }
 
-# start_members SCENARIO: one anvil-fakevllm per member, its URL appended to the endpoints array.
+# start_member INDEX MODEL PROFILE SCALE: one anvil-fakevllm member; sets member_url. (Not run in a
+# command substitution: its process must be this shell's child, in pids.)
+start_member() {
+	local extra=()
+	[ "$4" = 1 ] || extra=(--fault-step-multiplier "$4")
+	"$work/anvil-fakevllm" serve --members 1 --model "$2" --profile "$3" "${extra[@]}" \
+		</dev/null >"$work/member-$1.out" 2>"$work/member-$1.err" &
+	pids+=($!)
+	member_url=$(wait_for "$work/member-$1.out" 's/^member 0 //p') ||
+		{ echo "sim-vs-real: member $1 did not start" >&2; cat "$work/member-$1.err" >&2; exit 1; }
+}
+
+# start_members SCENARIO: one anvil-fakevllm per member, as anvil-sim members lists them; their URLs
+# in the endpoints array.
 start_members() {
 	endpoints=()
-	local i=0 id model profile scale extra url
+	local i=0 id model profile scale
 	while IFS=$'\t' read -r id model profile scale; do
 		case $id in '#'*) continue ;; esac
-		extra=()
-		[ "$scale" = 1 ] || extra=(--fault-step-multiplier "$scale")
-		"$work/anvil-fakevllm" serve --members 1 --model "$model" --profile "$profile" "${extra[@]}" \
-			</dev/null >"$work/member-$i.out" 2>"$work/member-$i.err" &
-		pids+=($!)
-		url=$(wait_for "$work/member-$i.out" 's/^member 0 //p') ||
-			{ echo "sim-vs-real: member $id did not start" >&2; cat "$work/member-$i.err" >&2; exit 1; }
-		endpoints+=("$url")
+		start_member "$i" "$model" "$profile" "$scale"
+		endpoints+=("$member_url")
 		i=$((i + 1))
 	done < <("$sim" members "$1")
+}
+
+# alone SCENARIO DURATION ROUND: the scenario's load straight at its first member (no router), then
+# anvil-sim replay: what the real path adds to each request beside the engine model, at this load.
+alone() {
+	local tag=$1-r$3-alone id model profile scale before after status=0
+	IFS=$'\t' read -r id model profile scale < <("$sim" members "$1" | grep -v '^#' | head -n1)
+	start_member 0 "$model" "$profile" "$scale"
+	before=$(loadavg)
+	echo "sim-vs-real: $tag: member $id alone (load $before)" >&2
+	local args=(--scenario "$1" --url "$member_url" --model "$model" --label alone --no-progress)
+	[ -z "$2" ] || args+=(--duration "$2")
+	"$work/anvil-bench" run "${args[@]}" --json "$out/$tag.json" --raw "$out/$tag.jsonl" >"$out/$tag.txt"
+	after=$(loadavg)
+	stop_all
+	printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$3" "alone:$id" "$before" "$after" >>"$out/load.tsv"
+	echo "- $1 round $3, member $id alone: load average (1, 5, 15 min) $before before, $after after" >>"$out/summary.md"
+	"$sim" replay "$out/$tag.jsonl" --profile "$profile" --step-scale "$scale" \
+		--json "$out/$tag-replay.json" --markdown "$out/$tag-replay.md" >"$out/$tag-replay.txt" || status=$?
+	[ "$status" -le 1 ] || { cat "$out/$tag-replay.txt" >&2; exit "$status"; }
+	cat "$out/$tag-replay.txt"
+	{ echo; cat "$out/$tag-replay.md"; echo; } >>"$out/summary.md"
 }
 
 # start_router SCENARIO STRATEGY: the simulator's router configuration on the members' endpoints;
@@ -105,6 +137,7 @@ for spec in "${specs[@]}"; do
 	dur=${spec#*=}
 	[ "$dur" != "$spec" ] || dur=
 	for round in $(seq "$rounds"); do
+		[ "${SIM_VS_REAL_ALONE:-1}" = 0 ] || alone "$sc" "$dur" "$round"
 		results=()
 		for st in "${strategies[@]}"; do
 			tag=$sc-r$round-$st

@@ -1,16 +1,20 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/bench"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/sim/fidelity"
@@ -180,4 +184,58 @@ func TestRunDurationOverride(t *testing.T) {
 	code, _, errOut = runCLI(t, "run", "member-drain", "--duration", "30s")
 	assert.Equal(t, exitUsage, code)
 	assert.Contains(t, errOut, "events[2].at: must be within the run", "the readmit at 40 s falls past the new end")
+}
+
+// writeRaw writes a bench raw file of records against one target with urls base URLs.
+func writeRaw(t *testing.T, dir string, urls int, recs []bench.Record) string {
+	t.Helper()
+	h := bench.RawHeader{Format: bench.RawFormat, Label: "alone", Scenario: "heterogeneous", Seed: 11, Endpoint: "chat",
+		Mode: "open", Load: "open loop", Targets: []bench.TargetInfo{{Name: "target", Model: "m", URLs: urls}}}
+	var buf bytes.Buffer
+	require.NoError(t, bench.WriteRaw(&buf, h, recs))
+	path := filepath.Join(dir, fmt.Sprintf("raw-%d.jsonl", urls))
+	require.NoError(t, os.WriteFile(path, buf.Bytes(), 0o644))
+	return path
+}
+
+// TestReplay: a request the tiny engine answers in 1.201 ms (first token) and 3.24303 ms (end) on an
+// idle engine, seen by the bench 2 and 3 ms later: the replay reports exactly what the real path
+// added, and exits 1 since a millisecond engine cannot absorb that within 10%.
+func TestReplay(t *testing.T) {
+	dir := t.TempDir()
+	ms := func(n float64) time.Duration { return time.Duration(n * float64(time.Millisecond)) }
+	rec := bench.Record{Target: "target", Stream: true, Chunks: []time.Duration{ms(3.201), ms(6.24303)}, End: ms(6.24303),
+		Status: 200, Outcome: bench.OK, PromptTokens: 100, OutputTokens: 3, Usage: true}
+	raw := writeRaw(t, dir, 1, []bench.Record{rec})
+	jsonPath := filepath.Join(dir, "replay.json")
+	code, out, errOut := runCLI(t, "replay", raw, "--profile", "tiny", "--json", jsonPath)
+	assert.Equal(t, exitFailure, code)
+	assert.Contains(t, errOut, "figures outside their bounds")
+	assert.Contains(t, out, "anvil-sim replay: the alone run of heterogeneous against one member (profile tiny, step scale 1)")
+	assert.Contains(t, out, "  ttft                         1  +2.0  +2.0  +2.0  +2.0  +2.0  +2.0\n")
+	assert.Contains(t, out, "  e2e                          1  +3.0  +3.0  +3.0  +3.0  +3.0  +3.0\n")
+	data, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var r fidelity.Replayed
+	require.NoError(t, json.Unmarshal(data, &r))
+	assert.Equal(t, fidelity.ReplayFormat, r.Format)
+	assert.InDelta(t, 2.0, r.AddedTTFT.P50, 1e-9)
+
+	two := writeRaw(t, dir, 2, []bench.Record{rec})
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte("{}\n"), 0o644))
+	for _, c := range []struct {
+		args []string
+		msg  string
+	}{
+		{[]string{"replay", raw, "--profile", "70b-b200"}, `--profile: unknown profile "70b-b200"`},
+		{[]string{"replay", raw, "--step-scale", "0"}, "--step-scale must be in (0, 1000]"},
+		{[]string{"replay", two, "--profile", "tiny"}, "one member's URL"},
+		{[]string{"replay", bad}, bad + ": invalid raw file: line 1: header"},
+		{[]string{"replay"}, "accepts 1 arg"},
+	} {
+		code, _, errOut := runCLI(t, c.args...)
+		assert.Equal(t, exitUsage, code, c.args)
+		assert.Contains(t, errOut, c.msg)
+	}
 }

@@ -123,16 +123,22 @@ func Build(sc *scenarios.Scenario, sims []*sim.Result, results []bench.Result) R
 		r.Runs = append(r.Runs, run)
 		r.Rows = append(r.Rows, rows(run)...)
 	}
-	for _, row := range r.Rows {
+	r.Bounded, r.Within, r.Passed = tally(r.Rows)
+	return r
+}
+
+// tally counts the bounded rows (with data) and those within their bound; passed when every one
+// of at least one is.
+func tally(rows []Row) (bounded, within int, passed bool) {
+	for _, row := range rows {
 		if row.Bound > 0 && row.Verdict != NoData {
-			r.Bounded++
+			bounded++
 			if row.Verdict == Within {
-				r.Within++
+				within++
 			}
 		}
 	}
-	r.Passed = r.Bounded > 0 && r.Within == r.Bounded
-	return r
+	return bounded, within, bounded > 0 && within == bounded
 }
 
 // rows lists a run's figures: the counts, then TTFT, end-to-end latency and TPOT at each statistic.

@@ -11,9 +11,129 @@ import (
 
 // Text writes the side by side as an aligned terminal table with a verdict line.
 func (r *Report) Text(w io.Writer) error {
+	return writeText(w, r.title(), []table{rowTable("strategy", "sim", r.Rows)}, verdictLine(r.Within, r.Bounded, r.Passed))
+}
+
+// Markdown writes the side by side as a Markdown section.
+func (r *Report) Markdown(w io.Writer) error {
+	return writeMarkdown(w, r.title(), []table{rowTable("strategy", "sim", r.Rows)}, verdictLine(r.Within, r.Bounded, r.Passed))
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+func (r *Report) title() string {
+	return fmt.Sprintf("anvil-sim compare: %s, seed %d, %s s of arrivals: simulated vs real time (anvil-bench)",
+		r.Scenario, r.Seed, strconv.FormatFloat(r.WindowS, 'f', -1, 64))
+}
+
+// Text writes the replay: the model beside the member, then what the real path added per request.
+func (r *Replayed) Text(w io.Writer) error {
+	return writeText(w, r.title(), r.tables(), r.verdict())
+}
+
+// Markdown writes the replay as a Markdown section.
+func (r *Replayed) Markdown(w io.Writer) error {
+	return writeMarkdown(w, r.title(), r.tables(), r.verdict())
+}
+
+// WriteJSON writes the replay as indented JSON.
+func (r *Replayed) WriteJSON(w io.Writer) error { return writeJSON(w, r) }
+
+func (r *Replayed) title() string {
+	of := ""
+	if r.Scenario != "" {
+		of = " of " + r.Scenario
+	}
+	return fmt.Sprintf("anvil-sim replay: the %s run%s against one member (profile %s, step scale %s): engine model vs real time",
+		r.Label, of, r.Profile, strconv.FormatFloat(r.StepScale, 'g', -1, 64))
+}
+
+func (r *Replayed) tables() []table {
+	added := table{head: []string{"added by the real path (ms)", "n", "mean", "min", "p50", "p90", "p99", "max"}, left: 1}
+	for _, a := range []struct {
+		name string
+		v    Added
+	}{{"ttft", r.AddedTTFT}, {"e2e", r.AddedE2E}} {
+		ms := func(v float64) string { return signed(v, "ms") }
+		added.rows = append(added.rows, []string{a.name, strconv.Itoa(a.v.N), ms(a.v.Mean), ms(a.v.Min), ms(a.v.P50),
+			ms(a.v.P90), ms(a.v.P99), ms(a.v.Max)})
+	}
+	return []table{rowTable("member", "model", r.Rows), added}
+}
+
+func (r *Replayed) verdict() string {
+	return verdictLine(r.Within, r.Bounded, r.Passed) + fmt.Sprintf(" %d of %d measured requests replayed (%d failed, left out).",
+		r.Replayed, r.Requests, r.Skipped)
+}
+
+func verdictLine(within, bounded int, passed bool) string {
+	if passed {
+		return fmt.Sprintf("Verdict: PASS, %d of %d bounded figures within their bounds (p50 10%%, p99 20%%).", within, bounded)
+	}
+	return fmt.Sprintf("Verdict: FAIL, %d of %d bounded figures within their bounds (p50 10%%, p99 20%%); the others are findings.", within, bounded)
+}
+
+// table is cells: the first left columns are labels (left-aligned), the rest numbers.
+type table struct {
+	head []string
+	rows [][]string
+	left int
+}
+
+// rowTable renders rows: first names the label column ("strategy"), model the predicted side ("sim").
+func rowTable(first, model string, rows []Row) table {
+	t := table{head: []string{first, "figure", model, "real", "real - " + model, "relative", "bound", "verdict"}, left: 2}
+	for _, row := range rows {
+		bound, verdict := "-", "-"
+		if row.Bound > 0 {
+			bound, verdict = "±"+percent(row.Bound, 0), row.Verdict
+		}
+		rel := "-"
+		if row.Sim != 0 {
+			rel = signedPercent(row.Relative)
+		}
+		name := strings.Replace(row.Figure, "_", " ", 1)
+		if row.Unit != "" {
+			name += " (" + row.Unit + ")"
+		}
+		t.rows = append(t.rows, []string{row.Strategy, name, number(row.Sim, row.Unit), number(row.Real, row.Unit),
+			signed(row.Diff, row.Unit), rel, bound, verdict})
+	}
+	return t
+}
+
+func writeText(w io.Writer, title string, tables []table, tail string) error {
 	var b strings.Builder
-	b.WriteString(r.title() + "\n\n")
-	t := r.table()
+	b.WriteString(title + "\n")
+	for _, t := range tables {
+		b.WriteString("\n")
+		t.text(&b)
+	}
+	b.WriteString("\n" + tail + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeMarkdown(w io.Writer, title string, tables []table, tail string) error {
+	var b strings.Builder
+	b.WriteString("## " + title + "\n")
+	for _, t := range tables {
+		b.WriteString("\n")
+		t.markdown(&b)
+	}
+	b.WriteString("\n" + tail + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func (t table) text(b *strings.Builder) {
 	widths := make([]int, len(t.head))
 	for _, row := range append([][]string{t.head}, t.rows...) {
 		for i, c := range row {
@@ -28,7 +148,7 @@ func (r *Report) Text(w io.Writer) error {
 				l.WriteString("  ")
 			}
 			if i < t.left {
-				l.WriteString(c + pad) // labels left, numbers right
+				l.WriteString(c + pad)
 			} else {
 				l.WriteString(pad + c)
 			}
@@ -44,16 +164,9 @@ func (r *Report) Text(w io.Writer) error {
 	for _, row := range t.rows {
 		line(row)
 	}
-	b.WriteString("\n" + r.verdict() + "\n")
-	_, err := io.WriteString(w, b.String())
-	return err
 }
 
-// Markdown writes the side by side as a Markdown section.
-func (r *Report) Markdown(w io.Writer) error {
-	var b strings.Builder
-	b.WriteString("## " + r.title() + "\n\n")
-	t := r.table()
+func (t table) markdown(b *strings.Builder) {
 	cells := func(row []string) {
 		b.WriteString("|")
 		for _, c := range row {
@@ -74,49 +187,6 @@ func (r *Report) Markdown(w io.Writer) error {
 	for _, row := range t.rows {
 		cells(row)
 	}
-	b.WriteString("\n" + r.verdict() + "\n")
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-func (r *Report) title() string {
-	return fmt.Sprintf("anvil-sim compare: %s, seed %d, %s s of arrivals: simulated vs real time (anvil-bench)",
-		r.Scenario, r.Seed, strconv.FormatFloat(r.WindowS, 'f', -1, 64))
-}
-
-func (r *Report) verdict() string {
-	if r.Passed {
-		return fmt.Sprintf("Verdict: PASS, %d of %d bounded figures within their bounds (p50 10%%, p99 20%%).", r.Within, r.Bounded)
-	}
-	return fmt.Sprintf("Verdict: FAIL, %d of %d bounded figures within their bounds (p50 10%%, p99 20%%); the others are findings.", r.Within, r.Bounded)
-}
-
-// table is the rows as cells: strategy and figure on the left, numbers right.
-type table struct {
-	head []string
-	rows [][]string
-	left int
-}
-
-func (r *Report) table() table {
-	t := table{head: []string{"strategy", "figure", "sim", "real", "real - sim", "relative", "bound", "verdict"}, left: 2}
-	for _, row := range r.Rows {
-		bound, verdict := "-", "-"
-		if row.Bound > 0 {
-			bound, verdict = "±"+percent(row.Bound, 0), row.Verdict
-		}
-		rel := "-"
-		if row.Sim != 0 {
-			rel = signedPercent(row.Relative)
-		}
-		name := strings.Replace(row.Figure, "_", " ", 1)
-		if row.Unit != "" {
-			name += " (" + row.Unit + ")"
-		}
-		t.rows = append(t.rows, []string{row.Strategy, name, number(row.Sim, row.Unit), number(row.Real, row.Unit),
-			signed(row.Diff, row.Unit), rel, bound, verdict})
-	}
-	return t
 }
 
 // number prints a latency with one decimal and a count as an integer.
@@ -143,11 +213,4 @@ func signedPercent(v float64) string {
 		return "+" + percent(v, 1)
 	}
 	return percent(v, 1)
-}
-
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(r)
 }
