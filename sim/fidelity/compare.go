@@ -43,6 +43,16 @@ type Run struct {
 	Strategy string  `json:"strategy"`
 	Sim      Figures `json:"sim"`
 	Real     Figures `json:"real"`
+	// SendLag is how late the bench sent the real run's requests against their schedule: the
+	// bench's own delay, which grows when the machine stalls it, so a loaded machine shows here.
+	SendLag Lag `json:"real_send_lag_ms"`
+}
+
+// Lag summarizes a delay in milliseconds.
+type Lag struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
 }
 
 // Row is one figure of one strategy, simulated and real.
@@ -119,7 +129,8 @@ func bounds() []bound { return []bound{{"p50", 0.10}, {"p90", 0}, {"p99", 0.20}}
 func Build(sc *scenarios.Scenario, sims []*sim.Result, results []bench.Result) Report {
 	r := Report{Format: Format, Scenario: sc.Name, Seed: sc.Seed, WindowS: sc.Duration.Seconds()}
 	for i, res := range results {
-		run := Run{Strategy: res.Label, Sim: Simulated(sims[i]), Real: Real(res)}
+		run := Run{Strategy: res.Label, Sim: Simulated(sims[i]), Real: Real(res),
+			SendLag: Lag{P50: res.SendLag.P50, P99: res.SendLag.P99, Max: res.SendLag.Max}}
 		r.Runs = append(r.Runs, run)
 		r.Rows = append(r.Rows, rows(run)...)
 	}

@@ -62,13 +62,14 @@ func knownBench(t *testing.T, label string, recs []bench.Record) bench.Result {
 	return results[0]
 }
 
-// capacityRecords: TTFT 11 and 36 ms, end to end 121, 240 and 330 ms, and a 503.
+// capacityRecords: TTFT 11 and 36 ms, end to end 121, 240 and 330 ms, and a 503; one request sent
+// 2 ms late.
 func capacityRecords() []bench.Record {
 	return []bench.Record{
 		{Target: "run", ID: 0, Stream: true, Chunks: []time.Duration{ms(11), ms(121)}, End: ms(121), Status: 200, Outcome: bench.OK, OutputTokens: 11, Usage: true},
-		{Target: "run", ID: 1, Stream: true, Start: ms(100), Chunks: []time.Duration{ms(36), ms(240)}, End: ms(240), Status: 200, Outcome: bench.OK, OutputTokens: 21, Usage: true},
-		{Target: "run", ID: 2, Start: ms(200), End: ms(330), Status: 200, Outcome: bench.OK, OutputTokens: 8, Usage: true},
-		{Target: "run", ID: 3, Start: ms(300), End: ms(1), Status: 503, Outcome: bench.HTTP503, RetryAfter: time.Second},
+		{Target: "run", ID: 1, Stream: true, Scheduled: ms(98), Start: ms(100), Chunks: []time.Duration{ms(36), ms(240)}, End: ms(240), Status: 200, Outcome: bench.OK, OutputTokens: 21, Usage: true},
+		{Target: "run", ID: 2, Scheduled: ms(200), Start: ms(200), End: ms(330), Status: 200, Outcome: bench.OK, OutputTokens: 8, Usage: true},
+		{Target: "run", ID: 3, Scheduled: ms(300), Start: ms(300), End: ms(1), Status: 503, Outcome: bench.HTTP503, RetryAfter: time.Second},
 	}
 }
 
@@ -76,7 +77,8 @@ func capacityRecords() []bench.Record {
 func roundRobinRecords() []bench.Record {
 	var recs []bench.Record
 	for i := range 3 {
-		recs = append(recs, bench.Record{Target: "run", ID: i, Start: ms(float64(100 * i)), End: ms(1), Status: 503, Outcome: bench.HTTP503})
+		at := ms(float64(100 * i))
+		recs = append(recs, bench.Record{Target: "run", ID: i, Scheduled: at, Start: at, End: ms(1), Status: 503, Outcome: bench.HTTP503})
 	}
 	return recs
 }
@@ -121,6 +123,7 @@ func TestKnownTable(t *testing.T) {
   round_robin  tpot p90 (ms)   10.0    0.0       -10.0   -100.0%      -        -
   round_robin  tpot p99 (ms)   10.0    0.0       -10.0   -100.0%      -        -
 
+Send lag of the real runs (how late anvil-bench sent requests; it grows when the machine stalls the bench): capacity p50 0.0, p99 1.9, max 2.0 ms; round_robin p50 0.0, p99 0.0, max 0.0 ms.
 Verdict: FAIL, 3 of 8 bounded figures within their bounds (p50 10%, p99 20%); the others are findings.
 `, text.String())
 

@@ -11,12 +11,27 @@ import (
 
 // Text writes the side by side as an aligned terminal table with a verdict line.
 func (r *Report) Text(w io.Writer) error {
-	return writeText(w, r.title(), []table{rowTable("strategy", "sim", r.Rows)}, verdictLine(r.Within, r.Bounded, r.Passed))
+	return writeText(w, r.title(), []table{rowTable("strategy", "sim", r.Rows)}, r.tail())
 }
 
 // Markdown writes the side by side as a Markdown section.
 func (r *Report) Markdown(w io.Writer) error {
-	return writeMarkdown(w, r.title(), []table{rowTable("strategy", "sim", r.Rows)}, verdictLine(r.Within, r.Bounded, r.Passed))
+	return writeMarkdown(w, r.title(), []table{rowTable("strategy", "sim", r.Rows)}, r.tail())
+}
+
+// tail is the lines under the table: the real runs' send lag, then the verdict.
+func (r *Report) tail() string {
+	var lags []string
+	for _, run := range r.Runs {
+		lags = append(lags, run.Strategy+" "+run.SendLag.String())
+	}
+	return "Send lag of the real runs (how late anvil-bench sent requests; it grows when the machine stalls the bench): " +
+		strings.Join(lags, "; ") + ".\n" + verdictLine(r.Within, r.Bounded, r.Passed)
+}
+
+func (l Lag) String() string {
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+	return "p50 " + f(l.P50) + ", p99 " + f(l.P99) + ", max " + f(l.Max) + " ms"
 }
 
 // WriteJSON writes the report as indented JSON.
@@ -63,8 +78,8 @@ func (r *Replayed) tables() []table {
 }
 
 func (r *Replayed) verdict() string {
-	return verdictLine(r.Within, r.Bounded, r.Passed) + fmt.Sprintf(" %d of %d measured requests replayed (%d failed, left out).",
-		r.Replayed, r.Requests, r.Skipped)
+	return fmt.Sprintf("%d of %d measured requests replayed (%d failed, left out). Send lag (how late anvil-bench sent them): %s.\n",
+		r.Replayed, r.Requests, r.Skipped, r.SendLag) + verdictLine(r.Within, r.Bounded, r.Passed)
 }
 
 func verdictLine(within, bounded int, passed bool) string {

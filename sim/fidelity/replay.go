@@ -40,6 +40,7 @@ type Replayed struct {
 	// stream, and real minus model end-to-end latency of every replayed request.
 	AddedTTFT Added `json:"added_ttft_ms"`
 	AddedE2E  Added `json:"added_e2e_ms"`
+	SendLag   Lag   `json:"send_lag_ms"` // how late the bench sent the measured requests
 	Bounded   int   `json:"bounded"`
 	Within    int   `json:"within"`
 	Passed    bool  `json:"passed"`
@@ -68,11 +69,13 @@ func Replay(h bench.RawHeader, recs []bench.Record, p engine.Profile, scale floa
 	}
 	out := Replayed{Format: ReplayFormat, Label: h.Label, Scenario: h.Scenario, Profile: p.Name, StepScale: scale}
 	var sent []bench.Record
+	var lag []float64
 	for _, r := range recs {
 		if r.Warmup {
 			continue
 		}
 		out.Requests++
+		lag = append(lag, millis(max(r.Start-r.Scheduled, 0)))
 		if r.Outcome != bench.OK {
 			out.Skipped++
 			continue
@@ -89,6 +92,9 @@ func Replay(h bench.RawHeader, recs []bench.Record, p engine.Profile, scale floa
 	}
 	out.Replayed = len(sent)
 	out.fill(sent, first, end)
+	if l := added(lag); l.N > 0 {
+		out.SendLag = Lag{P50: l.P50, P99: l.P99, Max: l.Max}
+	}
 	return out, nil
 }
 

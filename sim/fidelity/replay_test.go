@@ -65,7 +65,7 @@ func TestReplayRecoversWhatTheRealPathAdded(t *testing.T) {
 	require.NoError(t, r.Text(&text))
 	assert.Contains(t, text.String(), "anvil-sim replay: the alone run of heterogeneous against one member (profile tiny, step scale 1): engine model vs real time")
 	assert.Contains(t, text.String(), "  ttft                         1  +2.0  +2.0  +2.0  +2.0  +2.0  +2.0\n")
-	assert.Contains(t, text.String(), "2 of 3 measured requests replayed (1 failed, left out).")
+	assert.Contains(t, text.String(), "2 of 3 measured requests replayed (1 failed, left out). Send lag (how late anvil-bench sent them): p50 50.0, p99 99.0, max 100.0 ms.\nVerdict: FAIL")
 }
 
 func TestReplayRefuses(t *testing.T) {
