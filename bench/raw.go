@@ -42,6 +42,10 @@ type RawHeader struct {
 	Load     string       `json:"load"` // the load in words, for reports
 	SLO      SLOMillis    `json:"slo"`
 	Targets  []TargetInfo `json:"targets"`
+
+	// ArrivalWindowS is the plan's arrival window in seconds (its duration); 0 when the plan was
+	// a request count. A simulation of the same scenario runs for exactly this long.
+	ArrivalWindowS float64 `json:"arrival_window_s,omitempty"`
 }
 
 // SLOMillis are goodput targets in milliseconds (0 = not checked), vLLM's --goodput units.
@@ -293,6 +297,8 @@ func (h *RawHeader) validate() error {
 		return errors.New("slo targets must be finite and not negative")
 	case h.SLO.TTFT > millis(maxOffset) || h.SLO.TPOT > millis(maxOffset) || h.SLO.E2EL > millis(maxOffset):
 		return errors.New("slo targets out of range")
+	case !validWindow(h.ArrivalWindowS):
+		return errors.New("arrival_window_s must be from 1 to 86400 seconds, or absent")
 	case len(h.Targets) < 1 || len(h.Targets) > 2:
 		return errors.New("targets must list one or two targets")
 	case len(h.Targets) == 2 && (h.Targets[0].Name != "direct" || h.Targets[1].Name != "routed"):
@@ -317,6 +323,11 @@ func (h *RawHeader) validate() error {
 }
 
 func finite(v float64) bool { return v-v == 0 }
+
+// validWindow accepts an absent window (0) or one a plan may have: 1 s to MaxDuration.
+func validWindow(s float64) bool {
+	return s == 0 || finite(s) && s >= time.Second.Seconds() && s <= MaxDuration.Seconds()
+}
 
 func printable(s string) bool {
 	if len(s) > maxTextField {

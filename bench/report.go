@@ -56,6 +56,9 @@ type Result struct {
 	// share of any latency, which should stay far below the figures above.
 	SendLag Summary `json:"send_lag_ms"`
 
+	// ArrivalWindowS is the plan's arrival window in seconds; 0 (absent) for a request count.
+	ArrivalWindowS float64 `json:"arrival_window_s,omitempty"`
+
 	samples samples // sorted latency samples, for plots; absent in a result read back from JSON
 }
 
@@ -88,7 +91,7 @@ func Build(h RawHeader, recs []Record) []Result {
 func build(h RawHeader, t TargetInfo, all []Record) Result {
 	r := Result{
 		Format: ResultFormat, Label: h.Label, Scenario: h.Scenario, Seed: h.Seed, Endpoint: h.Endpoint,
-		Mode: h.Mode, Load: h.Load, Target: t, SLO: h.SLO,
+		Mode: h.Mode, Load: h.Load, Target: t, SLO: h.SLO, ArrivalWindowS: h.ArrivalWindowS,
 	}
 	slo := h.SLO.slo()
 	outcomes := make([]int, numOutcomes)
@@ -352,8 +355,12 @@ func Describe(p *Plan) string {
 
 // Header is the raw file header of a plan run against targets.
 func Header(p *Plan, targets []TargetInfo) RawHeader {
-	return RawHeader{
+	h := RawHeader{
 		Format: RawFormat, Label: p.Label, Scenario: p.Scenario, Seed: p.Seed, Endpoint: p.Endpoint.String(),
 		Mode: p.Mode(), Load: Describe(p), SLO: p.SLO.Millis(), Targets: targets,
 	}
+	if p.Requests == 0 {
+		h.ArrivalWindowS = p.Duration.Seconds()
+	}
+	return h
 }

@@ -241,3 +241,47 @@ func TestUpstreamTimeouts(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, Upstream{}, sc.Upstream, "zero keeps the router's defaults")
 }
+
+// TestParseOverrideDuration: a shorter duration reads as if the file said it, so "until the end"
+// follows the new end and anything past it is refused, as Parse would refuse it.
+func TestParseOverrideDuration(t *testing.T) {
+	doc := minimal + "windows: [{name: late, from: 2s}]\nevents: [{at: 3s, action: errors, rate: 0.5}]\n"
+	cases := []struct {
+		name     string
+		doc      string
+		duration time.Duration
+		path     string // "" when it parses
+	}{
+		{"kept", doc, 0, ""},
+		{"shortened", doc, 4 * time.Second, ""},
+		{"lengthened", doc, time.Minute, ""},
+		{"event past the new end", doc, 2500 * time.Millisecond, "events[0].at"},
+		{"window past the new end", minimal + "windows: [{name: late, from: 2s}]\n", 2 * time.Second, "windows[0]"},
+		{"below the minimum", doc, time.Millisecond, "duration"},
+		{"above the maximum", doc, 25 * time.Hour, "duration"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			sc, err := ParseOverride([]byte(c.doc), Override{Duration: c.duration})
+			if c.path != "" {
+				var se *Error
+				require.ErrorAs(t, err, &se)
+				assert.Equal(t, c.path, se.Path)
+				return
+			}
+			require.NoError(t, err)
+			want := 10 * time.Second
+			if c.duration != 0 {
+				want = c.duration
+			}
+			assert.Equal(t, want, sc.Duration)
+			assert.Equal(t, want, sc.Windows[0].Until, "the window runs until the new end")
+			assert.Equal(t, want, sc.Events[0].Until, "the error window runs until the new end")
+		})
+	}
+	plain, err := Parse([]byte(doc))
+	require.NoError(t, err)
+	same, err := ParseOverride([]byte(doc), Override{})
+	require.NoError(t, err)
+	assert.Equal(t, plain, same, "no override is Parse")
+}

@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"net/url"
 	"time"
 
 	"github.com/anvil-llm/anvil/router/config"
@@ -23,15 +24,55 @@ const firstPort = 20000
 // with a shorter first-byte timeout gets that as its connect timeout too.
 const defaultConnectTimeout = 5 * time.Second
 
+// Placement puts the scenario's router on real sockets: the member endpoints, in the scenario's
+// member order, and the address the router listens on. The zero Placement is the simulator's own:
+// virtual endpoints, no listen address, no intent file.
+type Placement struct {
+	Endpoints  []string // one per member; nil keeps the virtual ones
+	Listen     string   // "" leaves listen out (the router's default)
+	IntentFile string   // "" leaves intent_file out
+	RingSize   int      // decision log ring; 0 means DefaultRingSize
+}
+
+// RouterDocument is the router configuration the simulator runs the scenario's tier under strategy
+// with, placed by p: what a real router needs to run the same tier in front of real members (anvil-sim
+// config prints it as YAML). It is validated with the real config model first, with the caller token
+// the router reads from ANVIL_API_TOKEN.
+func RouterDocument(sc *scenarios.Scenario, strategy string, p Placement) (config.Document, error) {
+	if p.Endpoints != nil && len(p.Endpoints) != len(sc.Tier.Members) {
+		return config.Document{}, fmt.Errorf("%w: %d endpoints for %d members", ErrScenario, len(p.Endpoints), len(sc.Tier.Members))
+	}
+	if p.RingSize == 0 {
+		p.RingSize = DefaultRingSize
+	}
+	doc := routerDocument(sc, strategy, p)
+	if _, err := config.Build(doc, config.Sources{LookupEnv: routerEnv}); err != nil {
+		return config.Document{}, fmt.Errorf("%w: scenario %s as a %s router config: %w", ErrScenario, sc.Name, strategy, err)
+	}
+	return doc, nil
+}
+
 // routerDocument is the scenario's tier under strategy as a router configuration document: the one a
 // production router would load for the same tier (it marshals to that YAML, see config.Document).
-// intentFile, when set, is the intent_file a restarting scenario's router persists quiesce intent to.
-func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int, intentFile string) config.Document {
+// The members' host is the endpoints' (virtualHost for the virtual ones).
+func routerDocument(sc *scenarios.Scenario, strategy string, p Placement) config.Document {
 	t := sc.Tier
+	endpoints := p.Endpoints
+	host := virtualHost
+	if endpoints == nil {
+		for i := range t.Members {
+			endpoints = append(endpoints, fmt.Sprintf("http://%s:%d", virtualHost, firstPort+i))
+		}
+	} else if u, err := url.Parse(endpoints[0]); err == nil {
+		host = u.Hostname()
+	}
+	provenance := "anvil-sim virtual members (fakevllm/engine)"
+	if p.Endpoints != nil {
+		provenance = "anvil-sim config: the members of scenario " + sc.Name
+	}
 	tier := config.TierDoc{
-		ID: &t.ID, Kind: ptr(string(config.KindReplica)), ServedModel: &t.ServedModel, Host: ptr(virtualHost),
-		Provenance:      ptr("anvil-sim virtual members (fakevllm/engine)"),
-		ReplicaStrategy: &strategy,
+		ID: &t.ID, Kind: ptr(string(config.KindReplica)), ServedModel: &t.ServedModel, Host: &host,
+		Provenance: &provenance, ReplicaStrategy: &strategy,
 	}
 	if t.MaxConcurrency > 0 {
 		tier.MaxConcurrency = &t.MaxConcurrency
@@ -50,24 +91,26 @@ func routerDocument(sc *scenarios.Scenario, strategy string, ringSize int, inten
 		}
 	}
 	for i, m := range t.Members {
-		md := config.MemberDoc{ID: &m.ID, Endpoint: ptr(fmt.Sprintf("http://%s:%d", virtualHost, firstPort+i))}
+		md := config.MemberDoc{ID: &m.ID, Endpoint: &endpoints[i]}
 		if m.MaxConcurrency > 0 {
 			md.MaxConcurrency = &m.MaxConcurrency
 		}
 		tier.Members = append(tier.Members, md)
 	}
-	ring := int64(ringSize)
-	var intentPtr *string
-	if intentFile != "" {
-		intentPtr = &intentFile
-	}
-	return config.Document{
-		IntentFile:  intentPtr,
+	ring := int64(p.RingSize)
+	doc := config.Document{
 		Upstream:    upstream(sc.Upstream),
 		DecisionLog: &config.DecisionLogDoc{RingSize: &ring},
 		Aliases:     []config.AliasDoc{{ID: &t.Alias, Tier: &t.ID}},
 		Tiers:       []config.TierDoc{tier},
 	}
+	if p.Listen != "" {
+		doc.Listen = &p.Listen
+	}
+	if p.IntentFile != "" {
+		doc.IntentFile = &p.IntentFile
+	}
+	return doc
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -121,7 +164,8 @@ func routerEnv(key string) (string, bool) {
 
 // buildRouterConfig validates the scenario's router configuration with the real config model.
 func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int, intentFile string) (config.Config, error) {
-	cfg, err := config.Build(routerDocument(sc, strategy, ringSize, intentFile), config.Sources{LookupEnv: routerEnv})
+	doc := routerDocument(sc, strategy, Placement{RingSize: ringSize, IntentFile: intentFile})
+	cfg, err := config.Build(doc, config.Sources{LookupEnv: routerEnv})
 	if err != nil {
 		return config.Config{}, fmt.Errorf("sim: scenario %s as a %s router config: %w", sc.Name, strategy, err)
 	}

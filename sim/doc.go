@@ -10,7 +10,8 @@
 // decisionlog record, checked against the configured membership as the server's log does. The
 // tier comes from a real router configuration rendered from the scenario and validated by
 // config.Build; Check builds all of it without running, so a bad scenario fails before any run. Members are fakevllm/engine instances stepped on the
-// virtual clock; the pressure core is driven by two virtual workers whose scrapes read an engine's
+// virtual clock, each prefilling a request's prompt with the chat template's tokens as the fake vLLM
+// counts them (ChatTemplateTokens); the pressure core is driven by two virtual workers whose scrapes read an engine's
 // metrics view after a modeled latency.
 //
 // Determinism: one event loop over sim/event's queue ordered by (time, priority, sequence); every
@@ -25,7 +26,7 @@
 // receives, reconciled against admission at the end.
 //
 // Reading guide: sim.go (Run, Check, Options, wiring the real router pieces), config.go (the
-// rendered router config), loop.go (event kinds, priorities, the loop), requests.go (one request's
+// rendered router config, and RouterDocument: the same config placed on real endpoints), loop.go (event kinds, priorities, the loop), requests.go (one request's
 // walk and its terminal paths), classify.go (the relay's outcome rules), timeouts.go (the upstream
 // timers), parse.go (the memoized real request parser), members.go (engines on virtual time, kill
 // and revive, what each member received), telemetry.go (readiness and the pressure core's two

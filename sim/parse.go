@@ -12,6 +12,12 @@ import (
 // them as it would in production.
 const bytesPerToken = 4
 
+// ChatTemplateTokens are the tokens a member's chat template adds to the prompt of the virtual
+// caller's chat completion (one user message): the fake vLLM counts 3 for the template's primer and
+// 4 per message, and its engine prefills them with the text, as vLLM prefills its chat template's
+// tokens. The module root's simfake_test.go pins the number against a real fakevllm server.
+const ChatTemplateTokens = 7
+
 // parseMemo runs the real request parser, routing.ParseRequest, on real chat-completion bodies.
 // ParseRequest is pure and measures the prompt and the output request independently, so the sim
 // parses one body per distinct prompt length and one per distinct (max_tokens, stream) pair and

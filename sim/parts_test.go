@@ -79,7 +79,7 @@ func TestRouterConfigLoadsAsYAML(t *testing.T) {
 			}
 			built, err := buildRouterConfig(sc, st, 64, "")
 			require.NoError(t, err)
-			doc, err := yaml.Marshal(routerDocument(sc, st, 64, ""))
+			doc, err := yaml.Marshal(routerDocument(sc, st, Placement{RingSize: 64}))
 			require.NoError(t, err)
 			loaded, err := load.Parse(doc, routerEnv)
 			require.NoError(t, err, "%s", doc)
@@ -87,6 +87,57 @@ func TestRouterConfigLoadsAsYAML(t *testing.T) {
 			tier, _ := loaded.Tier(sc.Tier.ID)
 			assert.Equal(t, sc.Tier.ServedModel, tier.ServedModel)
 		}
+	}
+}
+
+// TestRouterDocumentPlaced: placed on real endpoints, the scenario's router configuration is the
+// simulator's own with only the members' addresses, the listen address and the provenance changed,
+// and the real loader reads it back to the same Config.
+func TestRouterDocumentPlaced(t *testing.T) {
+	sc := lookup(t, "heterogeneous")
+	eps := []string{"http://127.0.0.1:41001", "http://127.0.0.1:41002"}
+	for _, st := range []string{scenarios.StrategyRoundRobin, scenarios.StrategyCapacity} {
+		doc, err := RouterDocument(sc, st, Placement{Endpoints: eps, Listen: "127.0.0.1:0"})
+		require.NoError(t, err)
+		data, err := yaml.Marshal(doc)
+		require.NoError(t, err)
+		placed, err := load.Parse(data, routerEnv)
+		require.NoError(t, err, "%s", data)
+		assert.Equal(t, "127.0.0.1:0", placed.Listen())
+
+		virtual, err := buildRouterConfig(sc, st, DefaultRingSize, "")
+		require.NoError(t, err)
+		pt, _ := placed.Tier(sc.Tier.ID)
+		vt, _ := virtual.Tier(sc.Tier.ID)
+		require.Len(t, pt.Members, len(vt.Members))
+		for i := range pt.Members {
+			assert.Equal(t, eps[i], pt.Members[i].Endpoint, "member %d", i)
+			pt.Members[i].Endpoint = vt.Members[i].Endpoint
+		}
+		assert.Contains(t, pt.Provenance, "heterogeneous")
+		pt.Provenance = vt.Provenance
+		assert.Equal(t, vt, pt, "%s: nothing but the placement differs", st)
+	}
+}
+
+func TestRouterDocumentRefusesBadPlacements(t *testing.T) {
+	sc := lookup(t, "heterogeneous")
+	cases := []struct {
+		name string
+		p    Placement
+		msg  string
+	}{
+		{"too few endpoints", Placement{Endpoints: []string{"http://127.0.0.1:1"}}, "1 endpoints for 2 members"},
+		{"two hosts", Placement{Endpoints: []string{"http://127.0.0.1:1", "http://127.0.0.2:2"}}, "members[1].endpoint: host must equal the tier host"},
+		{"not a URL", Placement{Endpoints: []string{"127.0.0.1:1", "127.0.0.1:2"}}, "members[0].endpoint: must be an absolute http or https URL"},
+		{"bad listen", Placement{Listen: "nowhere"}, "listen: must be host:port"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := RouterDocument(sc, scenarios.StrategyCapacity, c.p)
+			require.ErrorIs(t, err, ErrScenario)
+			assert.Contains(t, err.Error(), c.msg)
+		})
 	}
 }
 

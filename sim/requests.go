@@ -143,7 +143,9 @@ func (w *world) dispatch1(id int, m *member, sh scenarios.Shape) {
 		w.push(w.now+errorLatency, prioRequest, ev{kind: evUpstreamErr, a: int32(id)})
 		return
 	}
-	err := m.eng.Submit(w.at(w.now), engine.Request{ID: uint64(id), PromptTokens: sh.Prompt, MaxTokens: sh.Output})
+	// The member prefills the prompt its chat template makes of the body, as the fake vLLM does.
+	req := engine.Request{ID: uint64(id), PromptTokens: sh.Prompt + ChatTemplateTokens, MaxTokens: sh.Output}
+	err := m.eng.Submit(w.at(w.now), req)
 	if err != nil {
 		// vLLM refuses a request longer than max_model_len with HTTP 400 before generating.
 		r.Status = 400

@@ -32,7 +32,7 @@ func newRun() *cobra.Command {
 // runScenario loads, checks and runs one scenario under strategies (nil: the scenario's own), writes
 // the reports and fails with errGates when a gate fails.
 func runScenario(cmd *cobra.Command, arg string, strategies []string, o *outputs) error {
-	sc, err := loadScenario(arg)
+	sc, err := loadScenario(arg, scenarios.Override{Duration: o.duration})
 	if err != nil {
 		return err
 	}
@@ -58,11 +58,32 @@ func runScenario(cmd *cobra.Command, arg string, strategies []string, o *outputs
 func newCompare() *cobra.Command {
 	var o outputs
 	var strategies string
+	var benches []string
 	cmd := &cobra.Command{
-		Use:   "compare FILE|NAME --strategies round_robin,capacity",
-		Short: "Run one scenario under several strategies on the same arrivals and seed, side by side",
-		Args:  exactArgs(1),
+		Use:   "compare [FILE|NAME] (--strategies round_robin,capacity | --bench RESULT.json ...)",
+		Short: "Run one scenario under several strategies side by side, or beside anvil-bench's real-time results of it",
+		Long: `With --strategies (the default), run one scenario under several strategies on the same arrivals
+and seed, side by side.
+
+With --bench, put anvil-bench's results of the scenario (anvil-bench run --scenario S --duration D
+--label STRATEGY --json RESULT.json, against a real router in front of real fake-vLLM members) beside
+a simulation of the same scenario, seed and arrival window under each result's strategy: TTFT and
+end-to-end latency per strategy, with the difference and whether it is within issue 15's bounds
+(p50 within 10%, p99 within 20%). The scenario is the results' (an embedded one) unless FILE|NAME is
+given; it exits 1 when a figure is outside its bound.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(benches) > 0 {
+				return maxArgs(1)(cmd, args)
+			}
+			return exactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if len(benches) > 0 {
+				if cmd.Flags().Changed("strategies") {
+					return usageError{fmt.Errorf("--strategies and --bench are exclusive: the bench results name the strategies")}
+				}
+				return compareBench(cmd, args, benches, &o)
+			}
 			list, err := parseStrategies(strategies)
 			if err != nil {
 				return err
@@ -71,6 +92,7 @@ func newCompare() *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVar(&strategies, "strategies", "round_robin,capacity", "comma-separated strategies to compare (the first is the ratios' base)")
+	cmd.Flags().StringArrayVar(&benches, "bench", nil, "an anvil-bench run's JSON result of the scenario, labelled with the router's strategy (repeat for each strategy)")
 	o.flags(cmd.Flags())
 	return cmd
 }
@@ -172,7 +194,7 @@ func checkList(args []string) ([]checkItem, error) {
 	var out []checkItem
 	if len(args) == 0 {
 		for _, n := range scenarios.Names() {
-			out = append(out, checkItem{name: n, load: func() (*scenarios.Scenario, error) { return scenarios.Lookup(n) }})
+			out = append(out, checkItem{name: n, load: func() (*scenarios.Scenario, error) { return loadScenario(n, scenarios.Override{}) }})
 		}
 		return out, nil
 	}
@@ -181,7 +203,7 @@ func checkList(args []string) ([]checkItem, error) {
 		return nil, err
 	}
 	for _, f := range files {
-		out = append(out, checkItem{name: f, load: func() (*scenarios.Scenario, error) { return loadFile(f) }})
+		out = append(out, checkItem{name: f, load: func() (*scenarios.Scenario, error) { return loadFile(f, scenarios.Override{}) }})
 	}
 	return out, nil
 }

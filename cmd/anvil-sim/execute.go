@@ -18,12 +18,14 @@ import (
 type outputs struct {
 	json, markdown, plots, decisions string
 	seed                             uint64
+	duration                         time.Duration
 	quiet, noProgress                bool
 }
 
 func (o *outputs) flags(cmdFlags interface {
 	StringVar(*string, string, string, string)
 	Uint64Var(*uint64, string, uint64, string)
+	DurationVar(*time.Duration, string, time.Duration, string)
 	BoolVar(*bool, string, bool, string)
 }) {
 	cmdFlags.StringVar(&o.json, "json", "", "write the JSON report to this file")
@@ -31,6 +33,7 @@ func (o *outputs) flags(cmdFlags interface {
 	cmdFlags.StringVar(&o.plots, "plots", "", "write PNG and SVG plots into this directory")
 	cmdFlags.StringVar(&o.decisions, "decisions", "", "write every decision record as JSONL to this file (one file per strategy: FILE.<strategy>.jsonl when there are several)")
 	cmdFlags.Uint64Var(&o.seed, "seed", 0, "override the scenario's seed (0 keeps it)")
+	cmdFlags.DurationVar(&o.duration, "duration", 0, "override the scenario's duration, as if its file said so (0 keeps it)")
 	cmdFlags.BoolVar(&o.quiet, "quiet", false, "print only the verdict and the wall-clock line")
 	cmdFlags.BoolVar(&o.noProgress, "no-progress", false, "never show a progress bar")
 }
@@ -55,6 +58,15 @@ func (w wall) line() string {
 
 // simulate runs sc once per strategy and builds the report.
 func simulate(sc *scenarios.Scenario, strategies []string, o *outputs, stderr io.Writer) (*report.Report, wall, error) {
+	results, w, err := runAll(sc, strategies, o, stderr)
+	if err != nil {
+		return nil, w, err
+	}
+	return report.Build(sc, results), w, nil
+}
+
+// runAll runs sc once per strategy, under the seed override, with a progress bar on a terminal.
+func runAll(sc *scenarios.Scenario, strategies []string, o *outputs, stderr io.Writer) ([]*sim.Result, wall, error) {
 	if o.seed != 0 {
 		sc.Seed = o.seed
 	}
@@ -83,7 +95,7 @@ func simulate(sc *scenarios.Scenario, strategies []string, o *outputs, stderr io
 		w.events += res.Events
 		results = append(results, res)
 	}
-	return report.Build(sc, results), w, nil
+	return results, w, nil
 }
 
 // decisionSink opens the JSONL decision file for one strategy's run.

@@ -14,19 +14,25 @@ import (
 )
 
 // loadScenario reads arg as a scenario file when such a file exists, else as the name of an
-// embedded scenario ("twenty-concurrent" or "twenty-concurrent.yaml").
-func loadScenario(arg string) (*scenarios.Scenario, error) {
+// embedded scenario ("twenty-concurrent" or "twenty-concurrent.yaml"), changed by o as if its
+// document said so (a shorter duration, for a run against real time).
+func loadScenario(arg string, o scenarios.Override) (*scenarios.Scenario, error) {
 	if info, err := os.Stat(arg); err == nil && info.Mode().IsRegular() {
-		return loadFile(arg)
+		return loadFile(arg, o)
 	}
-	sc, err := scenarios.Lookup(strings.TrimSuffix(filepath.Base(arg), ".yaml"))
+	name := strings.TrimSuffix(filepath.Base(arg), ".yaml")
+	data, err := scenarios.Source(name)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%s is neither a scenario file nor an embedded scenario: %w", arg, err)}
+	}
+	sc, err := scenarios.ParseOverride(data, o)
+	if err != nil {
+		return nil, usageError{fmt.Errorf("embedded %s.yaml: %w", name, err)}
 	}
 	return sc, nil
 }
 
-func loadFile(path string) (*scenarios.Scenario, error) {
+func loadFile(path string, o scenarios.Override) (*scenarios.Scenario, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, usageError{err}
@@ -39,7 +45,7 @@ func loadFile(path string) (*scenarios.Scenario, error) {
 	if len(data) > scenarios.MaxBytes {
 		return nil, usageError{fmt.Errorf("%s: larger than %d bytes", path, scenarios.MaxBytes)}
 	}
-	sc, err := scenarios.Parse(data)
+	sc, err := scenarios.ParseOverride(data, o)
 	if err != nil {
 		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
 	}

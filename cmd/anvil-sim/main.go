@@ -5,6 +5,10 @@
 //	anvil-sim run twenty-concurrent                 run one scenario (an embedded name or a file)
 //	anvil-sim check scenarios/                      run every scenario's gates; exit 1 on a failure
 //	anvil-sim compare heterogeneous --strategies round_robin,capacity
+//	anvil-sim compare --bench rr.json --bench capacity.json   simulated vs anvil-bench's real-time runs
+//	anvil-sim config heterogeneous --strategy capacity --endpoint URL --endpoint URL --listen 127.0.0.1:0
+//	anvil-sim members heterogeneous                 each member's model, profile and step scale
+//	anvil-sim replay alone.jsonl --profile 8b-h100  a bench run against one member vs the engine model
 //	anvil-sim list                                  the embedded scenarios
 package main
 
@@ -67,6 +71,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
-	root.AddCommand(newRun(), newCheck(), newCompare(), newList())
+	root.AddCommand(newRun(), newCheck(), newCompare(), newConfig(), newMembers(), newReplay(), newList())
 	return root
 }
