@@ -23,6 +23,8 @@ const (
 	readBufferSize                = 8 << 10
 	// maxPooledEventBytes keeps one huge event from pinning its buffer in the pool.
 	maxPooledEventBytes = 64 << 10
+	// maxPooledBodyBytes does the same for ordinary bodies.
+	maxPooledBodyBytes = 64 << 10
 )
 
 // Options bound one attempt. Zero timeouts mean "no limit from the relay" (the HTTP client's own Timeout,
@@ -68,9 +70,14 @@ type Result struct {
 // Relay makes single upstream attempts. It is safe for concurrent use.
 type Relay struct {
 	client *http.Client
-	opts   Options
+	// roundTrip performs the one request: the client's transport itself when the client adds nothing
+	// the relay needs (no Timeout), else the client.
+	roundTrip func(*http.Request) (*http.Response, error)
+	opts      Options
 	// readers recycles the per-attempt read buffer and SSE event buffers (*eventReader).
 	readers sync.Pool
+	// bodies recycles ordinary response bodies (*[]byte).
+	bodies sync.Pool
 }
 
 // New returns a Relay using a copy of client (nil: a dedicated keep-alive transport without proxies).
@@ -93,7 +100,18 @@ func New(client *http.Client, opts Options) *Relay {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Relay{client: c, opts: opts}
+	r := &Relay{client: c, opts: opts, roundTrip: c.Do}
+	// The client follows no redirect and keeps no cookies here, so without a Timeout of its own it
+	// would only cost each request a copy of its headers (kept for redirects that never come) and a
+	// wrapped error: call its transport directly.
+	if c.Timeout == 0 {
+		rt := c.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		r.roundTrip = rt.RoundTrip
+	}
+	return r
 }
 
 func newTransport() *http.Transport {
@@ -194,7 +212,7 @@ func (r *Relay) send(ctx context.Context, up Upstream) (*http.Response, error) {
 	if up.APIKey != "" {
 		h["Authorization"] = []string{"Bearer " + up.APIKey}
 	}
-	return r.client.Do(req)
+	return r.roundTrip(req)
 }
 
 // validHeaderValue accepts visible ASCII and spaces, the safe subset of RFC 9110 field values.
