@@ -1,5 +1,6 @@
 // Package relay makes exactly one upstream attempt for an admitted request and writes the upstream's
-// answer to the caller: ordinary responses whole, SSE streams event by event with a flush after each.
+// answer to the caller: ordinary responses whole, SSE streams event by event, each flushed before the
+// relay waits for the upstream again.
 //
 // The package never retries, never follows a redirect and never calls a second URL: one Do is one
 // dispatch (Result.Attempts is always 1). It knows nothing about leases; the caller owns the lease and
@@ -49,8 +50,12 @@
 //	  401 or 403 from a keyed upstream      502 with a fixed error (Err = ErrUpstreamCredentials)
 //	  error carrying the upstream key       upstream status and clean Retry-After, fixed error body
 //	SSE (2xx, text/event-stream)            headers with the first well-formed block, then every block as it
-//	                                        arrives, flushed, with LF line endings
-//	  data: [DONE]                          relayed, then the relay stops: success
+//	                                        arrives, flushed, with LF line endings (blocks that arrived
+//	                                        together are written together and flushed once)
+//	  data: [DONE]                          relayed and flushed, then the relay stops: success; it waits
+//	                                        up to 50 ms for the upstream response to end (never relaying
+//	                                        anything after [DONE]), so the connection is kept for the
+//	                                        next request
 //	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
 //	  upstream error event                  relayed unchanged; outcome upstream_http_error (first error wins);
 //	                                        one carrying the upstream key is replaced by a fixed error event

@@ -167,7 +167,9 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 	res.FirstByte = r.opts.Now().Sub(start)
 
 	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
-		r.stream(ctx, upCtx, w, resp, er, res, up.APIKey)
+		if r.stream(ctx, upCtx, w, resp, er, res, up.APIKey) {
+			drainAfterDone(er.br, cancel)
+		}
 		return
 	}
 	r.ordinary(ctx, upCtx, w, resp, er.br, res, up.APIKey)
@@ -213,6 +215,30 @@ func (r *Relay) send(ctx context.Context, up Upstream) (*http.Response, error) {
 		h["Authorization"] = []string{"Bearer " + up.APIKey}
 	}
 	return r.roundTrip(req)
+}
+
+// doneDrainWait bounds how long the relay waits, once [DONE] is relayed and flushed, for the upstream
+// response to end, so that its connection can carry the next request. A well-behaved upstream ends it
+// right away (the chunked terminator often arrives with [DONE] itself); stopping short of that end
+// would close the connection and cost the next request a new one.
+const doneDrainWait = 50 * time.Millisecond
+
+// errDrainWait cancels an upstream that neither ended its response nor sent anything within
+// doneDrainWait of [DONE]; the outcome is already decided, so it only closes the connection.
+var errDrainWait = errors.New("relay: upstream response did not end after [DONE]")
+
+// drainAfterDone reads the rest of a stream after [DONE]. At the response's end the transport keeps the
+// connection; more bytes (never read: nothing after [DONE] is relayed) or no end within doneDrainWait
+// leave it to be closed, as any response abandoned mid-way is.
+func drainAfterDone(br *bufio.Reader, cancel context.CancelCauseFunc) {
+	t := time.AfterFunc(doneDrainWait, func() { cancel(errDrainWait) })
+	defer t.Stop()
+	var b [1]byte
+	for {
+		if n, err := br.Read(b[:]); n > 0 || err != nil {
+			return
+		}
+	}
 }
 
 // validHeaderValue accepts visible ASCII and spaces, the safe subset of RFC 9110 field values.
