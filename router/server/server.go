@@ -402,11 +402,16 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		if errors.Is(err, context.DeadlineExceeded) {
 			s.log.Warn("shutdown grace expired; cutting the requests still running")
 			cut(relay.ErrShutdown)
-			// Each cut request answers its caller before its connection closes. A handler that
-			// cannot end on its own (reading a stalled caller's body) ends when Close drops it.
-			if !s.handlersDone(handlerDrainBound) {
+			// Each cut request answers its caller before its connection closes: a second Shutdown
+			// waits for every connection to go idle, which happens only once net/http has flushed
+			// the handler's buffered answer (closing as soon as the handlers return would drop an
+			// unflushed 503). A handler that cannot end on its own (reading a stalled caller's body)
+			// ends when Close drops its connection.
+			drain, cancel := context.WithTimeout(context.Background(), handlerDrainBound)
+			if errors.Is(srv.Shutdown(drain), context.DeadlineExceeded) {
 				s.log.Warn("cut requests still running; closing their connections")
 			}
+			cancel()
 			err = srv.Close()
 		}
 		<-served
