@@ -13,7 +13,7 @@ import (
 )
 
 func TestEmbeddedProfiles(t *testing.T) {
-	assert.Equal(t, []string{"8b-h100", "tiny"}, Names())
+	assert.Equal(t, []string{"8b-h100", "tiny", "zero"}, Names())
 	for _, name := range Names() {
 		p, err := Lookup(name)
 		require.NoError(t, err, name)
@@ -35,7 +35,7 @@ func TestEmbeddedProfiles(t *testing.T) {
 func TestLookupUnknown(t *testing.T) {
 	_, err := Lookup("70b")
 	require.ErrorIs(t, err, ErrUnknown)
-	assert.EqualError(t, err, `unknown profile "70b" (known: 8b-h100, tiny)`)
+	assert.EqualError(t, err, `unknown profile "70b" (known: 8b-h100, tiny, zero)`)
 	_, err = Lookup(strings.Repeat("x", 1000))
 	require.ErrorIs(t, err, ErrUnknown)
 	assert.Less(t, len(err.Error()), 150, "long names are truncated")

@@ -7,8 +7,8 @@ import "github.com/anvil-llm/anvil/router/scheduler"
 // one defer; further Release calls are counted as misuse and change nothing.
 type Lease struct {
 	tier        *TierAdmission
-	member      int // sorted member index, -1 for direct tiers
-	decision    scheduler.Decision
+	member      int                 // sorted member index, -1 for direct tiers
+	decision    *scheduler.Decision // capacity mode only: the other strategies carry none (and allocate none)
 	hasDecision bool
 	released    bool // guarded by tier.mu
 }
@@ -33,10 +33,10 @@ func (l *Lease) Member() string {
 // Decision returns the immutable scheduler decision that selected the member.
 // It is present only for capacity-mode leases.
 func (l *Lease) Decision() (scheduler.Decision, bool) {
-	if l == nil {
+	if l == nil || !l.hasDecision {
 		return scheduler.Decision{}, false
 	}
-	return l.decision, l.hasDecision
+	return *l.decision, true
 }
 
 // Release returns the reservation. It reports true the first time and false on

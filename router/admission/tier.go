@@ -155,7 +155,10 @@ func (t *TierAdmission) AcquireQueued(tk *Ticket, ready map[string]bool, pressur
 // acquire is the one critical section: queue order, tier checks, selection (in is nil for a direct
 // tier) and reservation of tier and member together, then the cursor.
 func (t *TierAdmission) acquire(in *inputs, tk *Ticket) (*Lease, error) {
-	l := &Lease{tier: t, member: -1} // allocated outside the lock
+	l := &Lease{tier: t, member: -1} // allocated outside the lock, with the decision it may carry
+	if in != nil && t.strategy == StrategyCapacity {
+		l.decision = new(scheduler.Decision)
+	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if t.quiesced {
@@ -197,7 +200,7 @@ func (t *TierAdmission) selectLocked(in *inputs, l *Lease) (int, error) {
 		return -1, errMembersQuiesced
 	}
 	if t.strategy == StrategyCapacity {
-		i, err := t.rankLocked(in, &l.decision)
+		i, err := t.rankLocked(in, l.decision)
 		l.hasDecision = err == nil
 		return i, err
 	}

@@ -104,6 +104,9 @@ func dottedIPv4(s string) bool {
 // addressLike reports whether s parses as an IP address, with or without a port. Strings that cannot be
 // addresses are ruled out first: the parsers allocate their errors, and records check four IDs each.
 func addressLike(s string) bool {
+	if !strings.ContainsAny(s, ".:") { // every IPv4 address has dots, every IPv6 address and port a colon
+		return false
+	}
 	if !strings.ContainsAny(s, "%[") && strings.IndexFunc(s, notAddressRune) >= 0 {
 		return false
 	}

@@ -1,6 +1,6 @@
 // Package relay makes exactly one upstream attempt for an admitted request and writes the upstream's
-// answer to the caller: ordinary responses whole, SSE streams event by event with a flush after each,
-// and passed-through bodies (audio) read by read.
+// answer to the caller: ordinary responses whole, SSE streams event by event, each flushed before the
+// relay waits for the upstream again, and passed-through bodies (audio) read by read.
 //
 // The package never retries, never follows a redirect and never calls a second URL: one Do is one
 // dispatch (Result.Attempts is always 1). It knows nothing about leases; the caller owns the lease and
@@ -66,8 +66,12 @@
 //	                                        Result.Cut: the caller aborts the connection
 //	  overall timeout mid-body              upstream_timeout and Result.Cut
 //	SSE (2xx, text/event-stream)            headers with the first well-formed block, then every block as it
-//	                                        arrives, flushed, with LF line endings
-//	  data: [DONE]                          relayed, then the relay stops: success
+//	                                        arrives, flushed, with LF line endings (blocks that arrived
+//	                                        together are written together and flushed once)
+//	  data: [DONE]                          relayed and flushed, then the relay stops: success; it waits
+//	                                        up to 50 ms for the upstream response to end (never relaying
+//	                                        anything after [DONE]), so the connection is kept for the
+//	                                        next request
 //	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
 //	  audio terminal event                  transcript.text.done or speech.audio.done (OpenAI's audio
 //	                                        streams), then upstream EOF: success

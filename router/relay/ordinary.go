@@ -6,6 +6,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 
 	"github.com/anvil-llm/anvil/router/decisionlog"
@@ -16,7 +17,9 @@ import (
 // clean 502 instead of a truncated 200. An error answer that could carry the upstream key (a keyed
 // upstream's 401 or 403, or any error body holding the key) is replaced (see withheld).
 func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, br *bufio.Reader, res *Result, key string) {
-	body, err := readBounded(br, resp.ContentLength, r.opts.MaxResponseBytes)
+	buf := r.getBody()
+	body, err := readBounded(br, resp.ContentLength, r.opts.MaxResponseBytes, *buf)
+	defer r.putBody(buf, body)
 	switch {
 	case errors.Is(err, ErrResponseTooLarge):
 		finish(w, res, failure{decisionlog.EndTransport, ErrResponseTooLarge})
@@ -82,17 +85,39 @@ func withheld(w http.ResponseWriter, resp *http.Response, body []byte, res *Resu
 	return true
 }
 
-// readBounded reads r to the end, failing with ErrResponseTooLarge as soon as more than limit bytes
-// arrive (or are announced by a Content-Length hint; hint < 0 means unknown).
-func readBounded(r io.Reader, hint, limit int64) ([]byte, error) {
+// getBody takes a buffer for an ordinary body from the pool: the body is written to the caller and
+// then dropped, so its buffer can read the next one.
+func (r *Relay) getBody() *[]byte {
+	if p, ok := r.bodies.Get().(*[]byte); ok {
+		return p
+	}
+	return new([]byte)
+}
+
+// putBody returns the buffer, grown to body if it was, unless it is too large to keep.
+func (r *Relay) putBody(p *[]byte, body []byte) {
+	if cap(body) > cap(*p) {
+		*p = body
+	}
+	if cap(*p) > maxPooledBodyBytes {
+		return
+	}
+	*p = (*p)[:0]
+	r.bodies.Put(p)
+}
+
+// readBounded reads r to the end into buf's storage (grown as needed), failing with
+// ErrResponseTooLarge as soon as more than limit bytes arrive (or are announced by a Content-Length
+// hint; hint < 0 means unknown).
+func readBounded(r io.Reader, hint, limit int64, buf []byte) ([]byte, error) {
 	if hint > limit {
 		return nil, ErrResponseTooLarge
 	}
-	size := int64(512)
+	size := 512
 	if hint >= 0 {
-		size = hint + 1 // one spare byte so reading the EOF needs no growth
+		size = int(hint) + 1 // one spare byte so reading the EOF needs no growth
 	}
-	buf := make([]byte, 0, size)
+	buf = slices.Grow(buf[:0], size)
 	for {
 		if len(buf) == cap(buf) {
 			buf = append(buf, 0)[:len(buf)]

@@ -368,7 +368,7 @@ func TestReadBounded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := readBounded(strings.NewReader(tc.body), tc.hint, tc.limit)
+			got, err := readBounded(strings.NewReader(tc.body), tc.hint, tc.limit, make([]byte, 7, 8))
 			if tc.wantErr != nil {
 				assert.ErrorIs(t, err, tc.wantErr)
 				return

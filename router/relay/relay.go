@@ -23,6 +23,8 @@ const (
 	readBufferSize                = 8 << 10
 	// maxPooledEventBytes keeps one huge event from pinning its buffer in the pool.
 	maxPooledEventBytes = 64 << 10
+	// maxPooledBodyBytes does the same for ordinary bodies.
+	maxPooledBodyBytes = 64 << 10
 )
 
 // Options bound one attempt. Zero timeouts mean "no limit from the relay" (the HTTP client's own Timeout,
@@ -82,11 +84,16 @@ type Result struct {
 // Relay makes single upstream attempts. It is safe for concurrent use.
 type Relay struct {
 	client *http.Client
-	opts   Options
+	// roundTrip performs the one request: the client's transport itself when the client adds nothing
+	// the relay needs (no Timeout), else the client.
+	roundTrip func(*http.Request) (*http.Response, error)
+	opts      Options
 	// readers recycles the per-attempt read buffer and SSE event buffers (*eventReader).
 	readers sync.Pool
 	// copyBufs recycles the pass-through copy buffers (*[]byte of passThroughBuffer bytes).
 	copyBufs sync.Pool
+	// bodies recycles ordinary response bodies (*[]byte).
+	bodies sync.Pool
 }
 
 // New returns a Relay using a copy of client (nil: a dedicated keep-alive transport without proxies).
@@ -109,7 +116,18 @@ func New(client *http.Client, opts Options) *Relay {
 	if opts.Now == nil {
 		opts.Now = time.Now
 	}
-	return &Relay{client: c, opts: opts}
+	r := &Relay{client: c, opts: opts, roundTrip: c.Do}
+	// The client follows no redirect and keeps no cookies here, so without a Timeout of its own it
+	// would only cost each request a copy of its headers (kept for redirects that never come) and a
+	// wrapped error: call its transport directly.
+	if c.Timeout == 0 {
+		rt := c.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		r.roundTrip = rt.RoundTrip
+	}
+	return r
 }
 
 func newTransport() *http.Transport {
@@ -175,7 +193,9 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 	res.FirstByte = r.opts.Now().Sub(start)
 
 	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
-		r.stream(ctx, upCtx, w, resp, er, res, up.APIKey)
+		if r.stream(ctx, upCtx, w, resp, er, res, up.APIKey) {
+			drainAfterDone(er.br, cancel)
+		}
 		return
 	}
 	if isSuccess(resp.StatusCode) && up.PassThrough {
@@ -236,7 +256,31 @@ func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Re
 	if up.APIKey != "" {
 		h["Authorization"] = []string{"Bearer " + up.APIKey}
 	}
-	return r.client.Do(req)
+	return r.roundTrip(req)
+}
+
+// doneDrainWait bounds how long the relay waits, once [DONE] is relayed and flushed, for the upstream
+// response to end, so that its connection can carry the next request. A well-behaved upstream ends it
+// right away (the chunked terminator often arrives with [DONE] itself); stopping short of that end
+// would close the connection and cost the next request a new one.
+const doneDrainWait = 50 * time.Millisecond
+
+// errDrainWait cancels an upstream that neither ended its response nor sent anything within
+// doneDrainWait of [DONE]; the outcome is already decided, so it only closes the connection.
+var errDrainWait = errors.New("relay: upstream response did not end after [DONE]")
+
+// drainAfterDone reads the rest of a stream after [DONE]. At the response's end the transport keeps the
+// connection; more bytes (never read: nothing after [DONE] is relayed) or no end within doneDrainWait
+// leave it to be closed, as any response abandoned mid-way is.
+func drainAfterDone(br *bufio.Reader, cancel context.CancelCauseFunc) {
+	t := time.AfterFunc(doneDrainWait, func() { cancel(errDrainWait) })
+	defer t.Stop()
+	var b [1]byte
+	for {
+		if n, err := br.Read(b[:]); n > 0 || err != nil {
+			return
+		}
+	}
 }
 
 // validHeaderValue accepts visible ASCII and spaces, the safe subset of RFC 9110 field values.

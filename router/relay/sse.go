@@ -71,6 +71,15 @@ func (er *eventReader) next() (event, error) {
 	}
 }
 
+// eventBuffered reports whether the read buffer already holds the whole of the next event, so that
+// next will return it (or a framing error) without reading from the upstream: past any leading line
+// endings, a line end followed by a blank line.
+func (er *eventReader) eventBuffered() bool {
+	buf, _ := er.br.Peek(er.br.Buffered())
+	buf = bytes.TrimLeft(buf, "\r\n")
+	return bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\n\r\n"))
+}
+
 // readLine appends one line, including its '\n', to er.block. At end of stream a final fragment without
 // '\n' is appended and the read error returned.
 func (er *eventReader) readLine() error {

@@ -13,7 +13,11 @@ import (
 // well-formed block, so a stream that fails before it still gets a clean HTTP error. After that,
 // a failure ends the stream in-band with one error event (see the package doc). An upstream error event
 // that carries the upstream key is replaced by the relay's own fixed error event.
-func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result, key string) {
+//
+// Every event is flushed before the relay could wait for the upstream: after each one, unless the next
+// one is already whole in the read buffer (events that arrived together leave together, in one write).
+// It reports whether it stopped at [DONE], with the rest of the upstream body unread.
+func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result, key string) (done bool) {
 	s := sseRelay{w: w, rc: http.NewResponseController(w), res: res, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
 	var leaks *leakCheck // built at the first error event of a keyed upstream
 	complete := false
@@ -21,12 +25,12 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 		ev, err := er.next()
 		if err != nil {
 			s.end(readFailure(ctx, upCtx, err, complete))
-			return
+			return false
 		}
 		info, err := inspect(ev)
 		if err != nil {
 			s.end(failure{decisionlog.EndMalformed, err})
-			return
+			return false
 		}
 		raw := ev.raw
 		if info.failed {
@@ -40,13 +44,13 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 			}
 		}
 		complete = complete || info.terminal
-		if !s.forward(raw) {
+		if !s.forward(raw, info.done || !er.eventBuffered()) {
 			s.end(writeFailed(ctx))
-			return
+			return false
 		}
 		if info.done {
-			s.end(failure{}) // [DONE]: complete; anything after it is not read
-			return
+			s.end(failure{}) // [DONE]: complete; anything after it is not relayed
+			return true
 		}
 	}
 }
@@ -85,9 +89,9 @@ func (s *sseRelay) note(f failure) {
 	}
 }
 
-// forward writes one event (committing headers first if needed) and flushes it. It reports false when
-// the client can no longer be written to.
-func (s *sseRelay) forward(raw []byte) bool {
+// forward writes one event (committing headers first if needed) and, when flush is set, flushes
+// everything written so far. It reports false when the client can no longer be written to.
+func (s *sseRelay) forward(raw []byte, flush bool) bool {
 	if !s.res.Wrote {
 		h := s.w.Header()
 		h.Set("Content-Type", s.contentType)
@@ -99,7 +103,7 @@ func (s *sseRelay) forward(raw []byte) bool {
 	if _, err := s.w.Write(raw); err != nil {
 		return false
 	}
-	return s.flush()
+	return !flush || s.flush()
 }
 
 func (s *sseRelay) flush() bool {

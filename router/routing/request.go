@@ -204,11 +204,24 @@ func FormRequest(ep Endpoint, model string, stream bool) (Request, error) {
 // served model name (JSON-quoted). Every other byte (key order, spacing, escapes, fields the router does
 // not read, duplicates of those) is relayed exactly as the caller sent it.
 func (r Request) Body(servedModel string) []byte {
-	lit, _ := json.Marshal(servedModel) // a string always marshals
-	out := make([]byte, 0, len(r.body)-(r.model[1]-r.model[0])+len(lit))
+	out := make([]byte, 0, len(r.body)-(r.model[1]-r.model[0])+len(servedModel)+2)
 	out = append(out, r.body[:r.model[0]]...)
-	out = append(out, lit...)
+	out = appendJSONString(out, servedModel)
 	return append(out, r.body[r.model[1]:]...)
+}
+
+// appendJSONString appends s quoted as encoding/json marshals it: as it is when no byte needs an
+// escape (model names never do), else through json.Marshal.
+func appendJSONString(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			lit, _ := json.Marshal(s) // a string always marshals
+			return append(dst, lit...)
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // parser holds one body and where its top-level fields start; at[f] is 0 when f is absent (no value

@@ -1,6 +1,7 @@
 package routing
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -249,4 +250,15 @@ func TestBodyIsByteExact(t *testing.T) {
 	assert.Equal(t, strings.Replace(in, `"al\u0069as"`, `"served/model"`, 1), string(r.Body("served/model")))
 	assert.Equal(t, strings.Replace(in, `"al\u0069as"`, `"a\"b\u003c"`, 1), string(r.Body(`a"b<`)), "the served name is JSON-escaped")
 	assert.Equal(t, in, string(r.body), "the caller's bytes are not modified")
+}
+
+// TestAppendJSONStringIsEncodingJSON: the served model name goes upstream exactly as encoding/json
+// would quote it, with or without the fast path.
+func TestAppendJSONStringIsEncodingJSON(t *testing.T) {
+	for _, s := range []string{"", "meta-llama/Llama-3.1-8B-Instruct", "a b~", `q"`, `back\slash`, "<&>", "tab\t",
+		"\x7f", "é", "\u2028", "bad\xff", "nul\x00"} {
+		want, err := json.Marshal(s)
+		require.NoError(t, err)
+		assert.Equal(t, string(want), string(appendJSONString([]byte("x"), s))[1:], "%q", s)
+	}
 }

@@ -86,7 +86,7 @@ func (a *Attempt) Admit(tier config.Tier, now time.Time) (Target, error) {
 		a.queued(now)
 		a.rec.Member = target.Member
 		if d, ok := lease.Decision(); ok {
-			a.rec.ReplicaScheduler = &d
+			a.rec.ReplicaScheduler = evidence(d)
 		}
 		return target, nil
 	}
@@ -100,6 +100,10 @@ func (a *Attempt) Admit(tier config.Tier, now time.Time) (Target, error) {
 	}
 	return Target{}, a.refuse(tier, now, err)
 }
+
+// evidence is the record's copy of a capacity lease's decision. Taking the address of Admit's own
+// copy would move it to the heap on every call, round robin and direct tiers included.
+func evidence(d scheduler.Decision) *scheduler.Decision { return &d }
 
 // enqueue takes a place in the tier's queue.
 func (a *Attempt) enqueue(tier config.Tier, now time.Time) error {

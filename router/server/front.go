@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -108,11 +109,12 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 	if err != nil {
 		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
 	}
-	s.log.Info("request",
-		"request_id", rec.RequestID, "path", c.FullPath(), "status", rec.Status,
-		"alias", rec.Alias, "tier", rec.Tier, "member", rec.Member,
-		"outcome", string(rec.Outcome), "attempts", rec.Attempts,
-		"duration_ms", rec.Duration.Milliseconds())
+	// Typed attributes: the same line as Info's key-value pairs, without boxing each value.
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+		slog.String("request_id", rec.RequestID), slog.String("path", c.FullPath()), slog.Int("status", rec.Status),
+		slog.String("alias", rec.Alias), slog.String("tier", rec.Tier), slog.String("member", rec.Member),
+		slog.String("outcome", string(rec.Outcome)), slog.Int("attempts", rec.Attempts),
+		slog.Int64("duration_ms", rec.Duration.Milliseconds()))
 	if p != nil {
 		panic(p) // recoverPanics answers it
 	}

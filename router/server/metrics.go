@@ -4,7 +4,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -155,7 +154,7 @@ func statusClass(status int) string {
 	if status < 100 || status > 599 {
 		return "none"
 	}
-	return strconv.Itoa(status/100) + "xx"
+	return [...]string{"1xx", "2xx", "3xx", "4xx", "5xx"}[status/100-1]
 }
 
 // handler serves the registry in the Prometheus text format. A collector error is logged with a fixed

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -16,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
 )
@@ -28,7 +30,10 @@ import (
 //
 // ANVIL_RSS_EXTRA adds YAML under the router config's limits (max_inflight_body_bytes, say).
 
-const rssChildEnv = "ANVIL_RSS_CHILD_CONFIG"
+const (
+	rssChildEnv = "ANVIL_RSS_CHILD_CONFIG"
+	childLogEnv = "ANVIL_ROUTER_PROCESS_LOG" // set: the router process logs like anvil-router serve
+)
 
 // rssConfig is the example config's 4 MiB body limit in front of a direct tier that is never
 // reached: every hostile body names a model no alias declares.
@@ -37,18 +42,24 @@ func rssConfig() string {
 		"aliases: [{id: chat, tier: solo}]\ntiers:\n  - id: solo\n    kind: direct\n    served_model: m\n    endpoint: http://127.0.0.1:1\n    gates: {max_context_tokens: 4096}\n"
 }
 
-// TestRouterProcess is the router side of BenchmarkHostileBodiesRSS; it runs only when the benchmark
-// starts it. It serves until its stdin closes and prints its address first.
+// TestRouterProcess is the router side of BenchmarkHostileBodiesRSS (and of bench/router-cost.sh's
+// profiled runs); it runs only when one of them starts it. It serves until its stdin closes and
+// prints its address first.
 func TestRouterProcess(t *testing.T) {
 	yaml := os.Getenv(rssChildEnv)
 	if yaml == "" {
 		t.Skip("the router process of BenchmarkHostileBodiesRSS")
 	}
-	cfg, err := load.Parse([]byte(yaml), env)
+	// The process's own environment and token files, as anvil-router serve reads them.
+	cfg, err := load.ParseWith([]byte(yaml), config.Sources{LookupEnv: os.LookupEnv, ReadFile: load.ReadTokenFile})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(cfg, server.Options{})
+	var opts server.Options
+	if os.Getenv(childLogEnv) != "" { // the binary's text log on stderr (bench/router-cost.sh profiles this process)
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log().SlogLevel()}))
+	}
+	srv, err := server.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

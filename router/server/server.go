@@ -175,7 +175,9 @@ func transport(connect time.Duration, dial func(context.Context, string, string)
 	if dial == nil {
 		t.DialContext = (&net.Dialer{Timeout: connect, KeepAlive: 30 * time.Second}).DialContext
 	}
-	t.MaxIdleConnsPerHost = 256
+	// Each member keeps up to 256 idle connections, and no total bound takes them back (the default
+	// clone's 100 would churn connections as soon as the members together hold more).
+	t.MaxIdleConnsPerHost, t.MaxIdleConns = 256, 0
 	t.Proxy = nil // members are on the declared host; never route them through an environment proxy
 	return t
 }

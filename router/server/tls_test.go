@@ -21,7 +21,7 @@ import (
 )
 
 // selfSigned writes a loopback certificate and key and returns their paths and a pool trusting it.
-func selfSigned(t *testing.T) (string, string, *x509.CertPool) {
+func selfSigned(t testing.TB) (string, string, *x509.CertPool) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
