@@ -216,3 +216,47 @@ func TestWriteErrorsAreReturned(t *testing.T) {
 	_ = pr.CloseWithError(io.ErrClosedPipe)
 	assert.ErrorIs(t, f.Encode(pw, "served"), io.ErrClosedPipe)
 }
+
+// eofReader records whether its reader has answered io.EOF.
+type eofReader struct {
+	r   io.Reader
+	eof bool
+}
+
+func (e *eofReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err == io.EOF {
+		e.eof = true
+	}
+	return n, err
+}
+
+// closingWatch fails the test when the closing boundary is written before the body reached its end.
+type closingWatch struct {
+	t       *testing.T
+	body    *eofReader
+	written bytes.Buffer
+}
+
+func (w *closingWatch) Write(p []byte) (int, error) {
+	w.written.Write(p)
+	if bytes.HasSuffix(bytes.TrimRight(w.written.Bytes(), "\r\n"), []byte("--")) {
+		assert.True(w.t, w.body.eof, "the closing boundary waits for the body's end")
+	}
+	return len(p), nil
+}
+
+// TestEncodeConsumesTheBodyFirst: Encode reads the body to its end (an epilogue included) before it
+// writes the closing boundary, so whoever holds the complete form knows the upload is over.
+func TestEncodeConsumesTheBodyFirst(t *testing.T) {
+	for _, body := range []string{form(model, file), form(model, file) + "epilogue\r\n" + strings.Repeat("e", 64<<10), form(model)} {
+		src := &eofReader{r: strings.NewReader(body)}
+		f, err := Open(src, ct, DefaultLimits())
+		require.NoError(t, err)
+		w := &closingWatch{t: t, body: src}
+		require.NoError(t, f.Encode(w, "served"))
+		assert.True(t, src.eof)
+		_, complete := parse(t, w.written.Bytes(), f.ContentType())
+		assert.True(t, complete)
+	}
+}
