@@ -9,7 +9,13 @@
 #                                     order rotating each round; a table of medians and ratios.
 #   bench/router-cost.sh latency      the added latency at low load: an open loop of 3 streamed requests
 #                                     per second against one 8b-h100 member, directly and through a
-#                                     direct tier (anvil-bench compare, ROUNDS rounds alternating).
+#                                     direct tier (anvil-bench compare, ROUNDS rounds alternating); and
+#                                     the same through the bare proxy first, the floor of one more hop.
+#   bench/router-cost.sh hops         where the added first-token latency goes: requests one at a time
+#                                     (HOP_REQUESTS a target, 300 ms apart) rotating over the 8b-h100
+#                                     member directly, a direct tier of a router built from HEAD with
+#                                     bench/hoptrace/router.patch (timestamps at each hop, on stderr)
+#                                     and the bare proxy; bench/hoptrace joins both sides on one clock.
 #   bench/router-cost.sh profile      the throughput load (16 clients) against a router process under
 #                                     the CPU and then the allocation profiler (go tool pprof FILE).
 #
@@ -229,15 +235,42 @@ latency() {
 	local rounds=${ROUNDS:-2} requests=${LATENCY_REQUESTS:-300}
 	start_members 1 8b-h100
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/latency-load.txt"
+	# The floor: the bare proxy of cost_bench_test.go on the same path, measured in the same run, so
+	# the cost of one more process hop on this machine is shown beside the router's.
+	start_bare
+	local legs=("bare=$started=$model")
 	for r in $routers; do
 		local label=${r%%=*} bin=${r#*=}
 		start_router "$label-direct" "$bin" direct
-		"$work/anvil-bench" compare --member "${members[0]}" --direct-model "$model" --url "$started" --model chat \
+		legs+=("$label=$started=chat")
+	done
+	for leg in "${legs[@]}"; do
+		local label=${leg%%=*} rest=${leg#*=}
+		"$work/anvil-bench" compare --member "${members[0]}" --direct-model "$model" --url "${rest%=*}" --model "${rest##*=}" \
 			--token-file "$work/token" --rate 3 --process poisson --requests "$requests" --rounds "$rounds" \
 			--warmup 5 --prompt-tokens 256 --output-tokens 128 --streaming 1 --label "$label" --no-progress \
 			--json "$out/latency-$label.json" --raw "$out/latency-$label.jsonl" | tee "$out/latency-$label.txt"
 	done
 	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/latency-load.txt"
+}
+
+# hops: the per-hop trace of single requests at low load (bench/hoptrace/main.go says what it prints).
+# The instrumented router is HEAD's tree with router.patch applied, built in the temporary directory;
+# the patch is a diagnostic (timestamps printed per request), never part of the router.
+hops() {
+	mkdir -p "$work/hop-src"
+	git -C "$root" archive HEAD | tar -x -C "$work/hop-src"
+	patch -s -d "$work/hop-src" -p1 <"$root/bench/hoptrace/router.patch"
+	go -C "$work/hop-src" build -o "$work/hop-router" ./cmd/anvil-router
+	go -C "$root/bench/hoptrace" build -o "$work/hoptrace" .
+	start_members 1 8b-h100
+	start_bare
+	local bare=$started
+	start_router hop-direct "$work/hop-router" direct
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/hops.txt"
+	"$work/hoptrace" -targets "direct=${members[0]},routed=$started=chat,bare=$bare" -model "$model" -token "$token" \
+		-n "${HOP_REQUESTS:-60}" -router-log "$work/hop-direct.err" | tee -a "$out/hops.txt"
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/hops.txt"
 }
 
 # profile: the 16-client loads against TestRouterProcess (the router of anvil-router serve, in the
@@ -275,5 +308,6 @@ case "$what" in
 throughput) throughput ;;
 latency) latency ;;
 profile) profile ;;
-*) echo "usage: bench/router-cost.sh throughput|latency|profile" >&2; exit 2 ;;
+hops) hops ;;
+*) echo "usage: bench/router-cost.sh throughput|latency|hops|profile" >&2; exit 2 ;;
 esac
