@@ -48,7 +48,7 @@ var netFree = []string{"sim", "router/routing", "router/admission", "router/sche
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
 // the router's wire models it reads answers into (the readiness rule, the decision summary). Never
 // admission, routing, the server, the simulator or the fake.
-var qualificationMay = []string{"bench", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
+var qualificationMay = []string{"bench", "internal/figure", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
 	"router/decisionlog", "router/scheduler", "fakevllm/engine", "fakevllm/profile"}
 
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its

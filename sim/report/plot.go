@@ -1,43 +1,28 @@
 package report
 
 import (
-	"errors"
 	"fmt"
-	"io"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
+
+	"github.com/anvil-llm/anvil/internal/figure"
 )
 
 // Plot formats.
 const (
-	FormatPNG = "png"
-	FormatSVG = "svg"
+	FormatPNG = figure.PNG
+	FormatSVG = figure.SVG
 )
 
 // ErrFormat is returned for a plot format other than png and svg.
-var ErrFormat = errors.New("report: plot format must be png or svg")
+var ErrFormat = figure.ErrFormat
 
-// Figure is one plot of the report, ready to be written in either format.
-type Figure struct {
-	Name string // file stem: "<scenario>-<strategy>-active", "<scenario>-latency-cdf"
-	plot *plot.Plot
-}
-
-// WriteTo writes the figure as format (png or svg), 8 by 4.5 inches.
-func (f Figure) WriteTo(w io.Writer, format string) error {
-	if format != FormatPNG && format != FormatSVG {
-		return ErrFormat
-	}
-	wt, err := f.plot.WriterTo(8*vg.Inch, 4.5*vg.Inch, format)
-	if err != nil {
-		return fmt.Errorf("report: render %s: %w", f.Name, err)
-	}
-	_, err = wt.WriteTo(w)
-	return err
-}
+// Figure is one plot of the report, ready to be written in either format (8 by 4.5 inches); its Name
+// is the file stem: "<scenario>-<strategy>-active", "<scenario>-latency-cdf".
+type Figure = figure.Figure
 
 // Figures builds the report's plots: one active-lease timeline per run (a line per member, with
 // its ceiling as the scale) and one latency CDF comparing the runs' end-to-end latency and TTFT.
@@ -97,48 +82,22 @@ func (run *Run) activeFigure(scenario string) (Figure, error) {
 	}
 	// Headroom above the highest ceiling keeps the legend off the lines.
 	p.Y.Min, p.Y.Max = 0, max(top*1.3, 1)
-	return Figure{Name: fmt.Sprintf("%s-%s-active", scenario, run.Strategy), plot: p}, nil
+	return Figure{Name: fmt.Sprintf("%s-%s-active", scenario, run.Strategy), Plot: p}, nil
 }
 
 func (r *Report) cdfFigure() (Figure, error) {
-	p := plot.New()
-	p.Title.Text = r.Scenario + ": latency CDF per strategy"
-	p.X.Label.Text = "latency (s, log scale)"
-	// TTFT lives in milliseconds and end-to-end latency in seconds: a log axis shows both.
-	p.X.Scale = plot.LogScale{}
-	p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-	p.Y.Label.Text = "fraction of successful requests"
-	p.Legend.Top = false
-	p.Legend.Left = false
+	// TTFT lives in milliseconds and end-to-end latency in seconds: the log axis shows both.
+	c := figure.NewCDF(r.Scenario+": latency CDF per strategy", "latency (s, log scale)")
 	for i := range r.Runs {
 		run := &r.Runs[i]
 		for k, m := range []struct {
 			name string
 			s    *sample
 		}{{"e2e", &run.e2e}, {"ttft", &run.ttft}} {
-			xs, ys := m.s.cdf(500)
-			if len(xs) == 0 {
-				continue
+			if err := c.Add(run.Strategy+" "+m.name, m.s.x, i, k); err != nil {
+				return Figure{}, err
 			}
-			xys := make(plotter.XYs, 0, len(xs))
-			for j := range xs {
-				if xs[j] > 0 { // a log axis has no zero
-					xys = append(xys, plotter.XY{X: xs[j], Y: ys[j]})
-				}
-			}
-			if len(xys) == 0 {
-				continue
-			}
-			line, err := plotter.NewLine(xys)
-			if err != nil {
-				return Figure{}, fmt.Errorf("report: cdf plot: %w", err)
-			}
-			line.Color = plotutil.Color(i)
-			line.Dashes = plotutil.Dashes(k)
-			p.Add(line)
-			p.Legend.Add(run.Strategy+" "+m.name, line)
 		}
 	}
-	p.Y.Min, p.Y.Max = 0, 1
-	return Figure{Name: r.Scenario + "-latency-cdf", plot: p}, nil
+	return c.Figure(r.Scenario + "-latency-cdf"), nil
 }

@@ -45,23 +45,6 @@ func (s *sample) quantiles() Quantiles {
 	}
 }
 
-// cdf returns at most n points (value, cumulative fraction) of the sorted sample, for plots.
-func (s *sample) cdf(n int) (xs, ys []float64) {
-	if len(s.x) == 0 {
-		return nil, nil
-	}
-	total := float64(len(s.x))
-	step := max(len(s.x)/n, 1)
-	for i := 0; i < len(s.x); i += step {
-		xs, ys = append(xs, s.x[i]), append(ys, float64(i+1)/total)
-	}
-	last := len(s.x) - 1
-	if xs[len(xs)-1] != s.x[last] {
-		xs, ys = append(xs, s.x[last]), append(ys, 1)
-	}
-	return xs, ys
-}
-
 type byValue struct{ x, w []float64 }
 
 func (b byValue) Len() int           { return len(b.x) }

@@ -35,19 +35,6 @@ func TestWeightedQuantiles(t *testing.T) {
 	assert.InDelta(t, 1.9, q.Mean, 1e-12)
 }
 
-func TestCDF(t *testing.T) {
-	var s sample
-	for i := 1; i <= 1000; i++ {
-		s.add(float64(i))
-	}
-	s.quantiles() // sorts
-	xs, ys := s.cdf(100)
-	assert.LessOrEqual(t, len(xs), 101)
-	assert.Equal(t, 1000.0, xs[len(xs)-1])
-	assert.Equal(t, 1.0, ys[len(ys)-1])
-	assert.IsIncreasing(t, xs)
-}
-
 func TestJain(t *testing.T) {
 	assert.Equal(t, 1.0, jain([]float64{3, 3, 3}))
 	assert.InDelta(t, 1.0/3, jain([]float64{9, 0, 0}), 1e-12)
