@@ -11,6 +11,7 @@ import (
 	"text/template"
 
 	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/internal/logwriter"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
@@ -89,9 +90,11 @@ func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
 	if err != nil {
 		return fmt.Errorf("demo config: %w", err)
 	}
-	logOut := io.Writer(os.Stderr)
-	if f.drive > 0 {
-		logOut = io.Discard // the driven demo prints its own report
+	logOut := io.Writer(io.Discard) // the driven demo prints its own report
+	if f.drive == 0 {
+		w := logwriter.New(os.Stderr, 0)
+		defer w.Close()
+		logOut = w
 	}
 	srv, err := server.New(cfg, server.Options{Logger: newLogger(logOut, cfg.Log())})
 	if err != nil {

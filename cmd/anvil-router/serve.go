@@ -16,6 +16,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-llm/anvil/internal/logwriter"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/intent"
@@ -86,7 +87,9 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		return usageError{err}
 	}
-	log := newLogger(os.Stderr, cfg.Log())
+	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
+	defer logOut.Close()
+	log := newLogger(logOut, cfg.Log())
 	srv, err := server.New(cfg, server.Options{Logger: log})
 	if errors.Is(err, intent.ErrInvalid) {
 		return usageError{err} // a malformed intent file is refused like a malformed config
