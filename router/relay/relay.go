@@ -20,7 +20,10 @@ import (
 const (
 	DefaultMaxResponseBytes int64 = 16 << 20
 	DefaultMaxEventBytes          = 1 << 20
-	readBufferSize                = 8 << 10
+	// readBufferSize is the relay's read-ahead over the transport's own buffer, held by every open
+	// stream: an event longer than it is assembled across reads, and it still holds the several
+	// events that arrive together (a vLLM chunk is a few hundred bytes), so they share one flush.
+	readBufferSize = 1 << 10
 	// maxPooledEventBytes keeps one huge event from pinning its buffer in the pool.
 	maxPooledEventBytes = 64 << 10
 	// maxPooledBodyBytes does the same for ordinary bodies.

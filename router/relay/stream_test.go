@@ -97,6 +97,33 @@ var (
 	malformedEvent = inband("malformed_stream", "the upstream server sent a malformed stream")
 )
 
+// TestEventsLargerThanTheReadBuffer: events several times the relay's read-ahead (a long tool-call
+// argument, a big logprobs chunk) are assembled across reads and relayed whole, in order, both when
+// they arrive together and when they arrive in small pieces.
+func TestEventsLargerThanTheReadBuffer(t *testing.T) {
+	big := func(n int) string {
+		return "data: {\"pad\":\"" + strings.Repeat(string(rune('a'+n)), 5*readBufferSize+n) + "\"}\n\n"
+	}
+	script := big(0) + "data: " + chunk(1) + "\n\n" + big(1) + big(2) + "data: [DONE]\n\n"
+	for _, piece := range []int{len(script), 7} {
+		t.Run(fmt.Sprintf("writes of %d bytes", piece), func(t *testing.T) {
+			u := newUpstream(t, func(w http.ResponseWriter, r *http.Request) {
+				sseHeaders(w)
+				for rest := script; rest != ""; {
+					n := min(piece, len(rest))
+					flushWrite(w, rest[:n])
+					rest = rest[n:]
+				}
+			})
+			f := newFront(t, New(nil, Options{}), baseUpstream(u, true))
+			resp, body, res := f.call(t)
+			assert.Equal(t, http.StatusOK, resp.StatusCode)
+			assert.Equal(t, script, body)
+			assert.Equal(t, decisionlog.OutcomeSuccess, res.Outcome)
+		})
+	}
+}
+
 // TestStreamEndings runs every way a stream can end through a real upstream and a real client. The
 // upstream writes its script and then either returns (a clean close) or aborts the connection.
 func TestStreamEndings(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -11,12 +12,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"runtime/metrics"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/anvil-llm/anvil/internal/logwriter"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"
@@ -33,6 +41,14 @@ import (
 const (
 	rssChildEnv = "ANVIL_RSS_CHILD_CONFIG"
 	childLogEnv = "ANVIL_ROUTER_PROCESS_LOG" // set: the router process logs like anvil-router serve
+	// childMemEnv names a file prefix: on SIGUSR1 the router process writes PREFIX.heap (a heap
+	// profile), PREFIX.goroutine (the goroutines grouped by stack) and PREFIX.memstats (runtime.MemStats,
+	// the goroutine count and the runtime's starting stack size, as JSON), to see where its resident memory goes.
+	childMemEnv = "ANVIL_ROUTER_PROCESS_MEM"
+	// childMaxStackEnv, in bytes, caps every goroutine's stack once the router is serving: the
+	// process dies with the stack of the first goroutine that needs more (runtime/debug.SetMaxStack),
+	// to find which path makes a handler's stack grow.
+	childMaxStackEnv = "ANVIL_ROUTER_PROCESS_MAX_STACK"
 )
 
 // rssConfig is the example config's 4 MiB body limit in front of a direct tier that is never
@@ -57,7 +73,9 @@ func TestRouterProcess(t *testing.T) {
 	}
 	var opts server.Options
 	if os.Getenv(childLogEnv) != "" { // the binary's text log on stderr (bench/router-cost.sh profiles this process)
-		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: cfg.Log().SlogLevel()}))
+		out := logwriter.New(os.Stderr, 0)
+		defer out.Close()
+		opts.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: cfg.Log().SlogLevel()}))
 	}
 	srv, err := server.New(cfg, opts)
 	if err != nil {
@@ -72,9 +90,59 @@ func TestRouterProcess(t *testing.T) {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
+	if prefix := os.Getenv(childMemEnv); prefix != "" {
+		dumpMemoryOnSignal(t, prefix)
+	}
+	if v := os.Getenv(childMaxStackEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n <= 0 {
+			t.Fatalf("%s must be a positive number of bytes", childMaxStackEnv)
+		}
+		debug.SetMaxStack(n)
+	}
 	fmt.Printf("ADDR %s\n", ln.Addr())
 	if err := srv.Serve(ctx, ln); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// dumpMemoryOnSignal writes a heap profile and the runtime's memory statistics each time the process
+// gets SIGUSR1: a diagnostic for the RSS benchmarks, never part of a measured figure.
+func dumpMemoryOnSignal(t *testing.T, prefix string) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGUSR1)
+	go func() {
+		for range sig {
+			writeMemory(t, prefix)
+			fmt.Println("MEMORY WRITTEN") // the benchmark waits for this line
+		}
+	}()
+}
+
+func writeMemory(t *testing.T, prefix string) {
+	var stats struct {
+		runtime.MemStats
+		Goroutines int
+		// The size new goroutines start with: the runtime's running average of stack use.
+		StackStartingSize uint64
+	}
+	runtime.ReadMemStats(&stats.MemStats)
+	stats.Goroutines = runtime.NumGoroutine()
+	sample := []metrics.Sample{{Name: "/gc/stack/starting-size:bytes"}}
+	metrics.Read(sample)
+	stats.StackStartingSize = sample[0].Value.Uint64()
+	b, _ := json.MarshalIndent(stats, "", "  ")
+	if err := os.WriteFile(prefix+".memstats", b, 0o600); err != nil {
+		t.Log(err)
+	}
+	for name, debug := range map[string]int{"heap": 0, "goroutine": 1} { // goroutines grouped by stack, with counts
+		f, err := os.Create(prefix + "." + name)
+		if err != nil {
+			t.Log(err)
+			continue
+		}
+		_ = pprof.Lookup(name).WriteTo(f, debug)
+		_ = f.Close()
 	}
 }
 

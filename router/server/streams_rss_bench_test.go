@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -32,6 +33,8 @@ import (
 // ulimit -n / 2 streams (this machine's hard limit of 20,000 descriptors allows 9,900; a lower limit
 // lowers the count). front=h2 serves the callers over TLS and HTTP/2 (up to 250 streams a connection),
 // so 10,000 streams fit in the same limit. ANVIL_OPEN_STREAMS overrides both counts.
+// ANVIL_ROUTER_PROCESS_MEM=PREFIX has the router process write where its memory goes (a heap profile,
+// its goroutines, runtime.MemStats) with every stream open, after the RSS is read.
 
 const holderEnv = "ANVIL_STREAM_HOLDER_MODEL"
 
@@ -91,9 +94,10 @@ func TestStreamHolderProcess(t *testing.T) {
 
 // child is a re-executed test process that prints "ADDR ..." first and serves until its stdin closes.
 type child struct {
-	cmd   *exec.Cmd
-	stdin io.WriteCloser
-	addr  string
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	addr   string
+	dumped chan struct{} // a line each time the router process has written its memory (childMemEnv)
 }
 
 func startChild(b *testing.B, test string, env ...string) *child {
@@ -126,7 +130,15 @@ func startChild(b *testing.B, test string, env ...string) *child {
 	if c.addr == "" {
 		b.Fatalf("%s printed no address", test)
 	}
-	go func() { _, _ = io.Copy(io.Discard, stdout) }()
+	c.dumped = make(chan struct{}, 1)
+	go func() {
+		for sc.Scan() {
+			if sc.Text() == "MEMORY WRITTEN" {
+				c.dumped <- struct{}{}
+			}
+		}
+		_, _ = io.Copy(io.Discard, stdout)
+	}()
 	return c
 }
 
@@ -266,6 +278,10 @@ func openStreams(b *testing.B, h2 bool, n int) {
 	held, err := procStatus(pid)
 	if err != nil {
 		b.Fatal(err)
+	}
+	if os.Getenv(childMemEnv) != "" { // after the RSS is read: the dump allocates
+		_ = router.cmd.Process.Signal(syscall.SIGUSR1)
+		<-router.dumped
 	}
 	close(finished)
 	if _, err := io.WriteString(members.stdin, "release\n"); err != nil {
