@@ -7,19 +7,29 @@
 // written as soon as the goroutine wakes, so nothing waits for a timer. Lines keep their order.
 //
 // A stalled output (a full pipe, a stopped terminal) never stalls a request: once the buffer holds
-// its bound, further lines are dropped and counted, and the next write that gets through is preceded
-// by one line saying how many were lost. What a crash can lose is what the buffer held at that
-// moment: the lines written while the goroutine's last write was in progress.
+// its bound, further lines are dropped and counted, and when the output takes writes again the
+// buffered lines are followed by one line saying how many were lost after them. What a crash can
+// lose is what the buffer held at that moment: the lines written while the goroutine's last write
+// was in progress. Close waits for the buffered lines at most CloseWait, so a stalled output delays
+// a shutdown by that much, never forever.
 package logwriter
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"sync"
+	"time"
 )
 
 // DefaultMax bounds the buffered bytes: about 4,000 request lines.
 const DefaultMax = 1 << 20
+
+// CloseWait bounds how long Close waits for a stalled output.
+const CloseWait = 5 * time.Second
+
+// ErrStalled is Close's answer when the output did not take the buffered lines within CloseWait.
+var ErrStalled = errors.New("logwriter: the log output did not take the buffered lines")
 
 // maxSpare keeps a burst's large buffer from being held for the process's life.
 const maxSpare = 64 << 10
@@ -71,20 +81,24 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Close writes what is buffered, stops the goroutine and sends later writes straight to the output.
-// It returns once the buffered lines are written. Calling it again does nothing.
+// Close writes what is buffered, stops the goroutine and sends later writes straight to the output
+// (each after the buffered lines). It returns once the buffered lines are written, or ErrStalled
+// after CloseWait. Calling it again only waits again.
 func (w *Writer) Close() error {
 	w.mu.Lock()
-	if w.closed {
-		w.mu.Unlock()
-		<-w.done
-		return nil
+	if !w.closed {
+		w.closed = true
+		close(w.wake)
 	}
-	w.closed = true
-	close(w.wake)
 	w.mu.Unlock()
-	<-w.done
-	return nil
+	t := time.NewTimer(CloseWait)
+	defer t.Stop()
+	select {
+	case <-w.done:
+		return nil
+	case <-t.C:
+		return ErrStalled
+	}
 }
 
 func (w *Writer) run() {
@@ -102,11 +116,11 @@ func (w *Writer) flush(spare []byte) []byte {
 	out, dropped := w.pending, w.dropped
 	w.pending, w.dropped = spare[:0], 0
 	w.mu.Unlock()
-	if dropped > 0 {
-		fmt.Fprintf(w.out, "logwriter: %d log lines dropped: the log output was not keeping up\n", dropped)
-	}
 	if len(out) > 0 {
 		_, _ = w.out.Write(out) // nowhere to report a failing log output but the log itself
+	}
+	if dropped > 0 { // the lost lines came after the buffered ones
+		fmt.Fprintf(w.out, "logwriter: log lines dropped: %d (the log output was not keeping up)\n", dropped)
 	}
 	if cap(out) > maxSpare {
 		return nil

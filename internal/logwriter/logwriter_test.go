@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -94,11 +96,88 @@ func TestStalledOutputDropsAndCountsWithoutBlocking(t *testing.T) {
 	close(out.release)
 	require.NoError(t, w.Close())
 
-	want := "first\nlogwriter: 5 log lines dropped: the log output was not keeping up\n"
+	want := "first\n"
 	for i := range 11 {
 		want += fmt.Sprintf("line %03d\n", i)
 	}
-	assert.Equal(t, want+"x", out.String())
+	assert.Equal(t, want+"x"+"logwriter: log lines dropped: 5 (the log output was not keeping up)\n", out.String())
+}
+
+func TestOneDroppedLineIsReported(t *testing.T) {
+	out := newGate()
+	w := logwriter.New(out, 4)
+	_, _ = w.Write([]byte("a\n"))
+	<-out.entered
+	_, _ = w.Write([]byte("b\n"))
+	_, _ = w.Write([]byte("c\n"))
+	_, _ = w.Write([]byte("d\n")) // over the bound
+	close(out.release)
+	require.NoError(t, w.Close())
+	assert.Equal(t, "a\nb\nc\nlogwriter: log lines dropped: 1 (the log output was not keeping up)\n", out.String())
+}
+
+// A line written while Close is still writing the buffered ones waits for them.
+func TestAWriteDuringCloseComesAfterTheBufferedLines(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := newGate()
+		w := logwriter.New(out, 0)
+		_, _ = w.Write([]byte("a\n"))
+		<-out.entered // the goroutine is stuck writing "a"
+		_, _ = w.Write([]byte("b\n"))
+		closed := make(chan error)
+		go func() { closed <- w.Close() }()
+		synctest.Wait()
+		late := make(chan struct{})
+		go func() {
+			_, _ = w.Write([]byte("c\n"))
+			close(late)
+		}()
+		synctest.Wait()
+		require.Empty(t, out.entered, "the late line went to the output before the buffered ones")
+		close(out.release)
+		require.NoError(t, <-closed)
+		<-late
+		assert.Equal(t, "a\nb\nc\n", out.String())
+	})
+}
+
+func TestCloseGivesUpOnAStalledOutput(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		out := newGate()
+		w := logwriter.New(out, 0)
+		_, _ = w.Write([]byte("stuck\n"))
+		<-out.entered
+		start := time.Now()
+		require.ErrorIs(t, w.Close(), logwriter.ErrStalled)
+		assert.Equal(t, logwriter.CloseWait, time.Since(start))
+		close(out.release) // let the goroutine end inside the bubble
+	})
+}
+
+// Writers racing Close lose no line and keep their order, whichever side of Close each line falls.
+func TestWritersRacingClose(t *testing.T) {
+	var out syncBuffer
+	w := logwriter.New(&out, 0)
+	const writers, lines = 4, 300
+	var wg sync.WaitGroup
+	for g := range writers {
+		wg.Go(func() {
+			for i := range lines {
+				_, _ = fmt.Fprintf(w, "writer=%d line=%d\n", g, i)
+			}
+		})
+	}
+	require.NoError(t, w.Close())
+	wg.Wait()
+	next := make([]int, writers)
+	for _, l := range strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n") {
+		var g, i int
+		_, err := fmt.Sscanf(l, "writer=%d line=%d", &g, &i)
+		require.NoError(t, err, l)
+		require.Equal(t, next[g], i, "writer %d's lines out of order", g)
+		next[g]++
+	}
+	assert.Equal(t, []int{lines, lines, lines, lines}, next)
 }
 
 func TestWritesAfterCloseGoStraightThrough(t *testing.T) {

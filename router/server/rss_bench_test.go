@@ -135,13 +135,13 @@ func writeMemory(t *testing.T, prefix string) {
 	if err := os.WriteFile(prefix+".memstats", b, 0o600); err != nil {
 		t.Log(err)
 	}
-	for name, debug := range map[string]int{"heap": 0, "goroutine": 1} { // goroutines grouped by stack, with counts
+	for name, level := range map[string]int{"heap": 0, "goroutine": 1} { // goroutines grouped by stack, with counts
 		f, err := os.Create(prefix + "." + name)
 		if err != nil {
 			t.Log(err)
 			continue
 		}
-		_ = pprof.Lookup(name).WriteTo(f, debug)
+		_ = pprof.Lookup(name).WriteTo(f, level)
 		_ = f.Close()
 	}
 }

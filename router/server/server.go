@@ -181,8 +181,8 @@ func transport(connect time.Duration, dial func(context.Context, string, string)
 	// Every connection, idle or busy, holds one buffer each way for its whole life: 2 KiB each
 	// instead of net/http's 4 saves 4 KiB on each of thousands of open streams. The price: a request
 	// whose headers and body come to 2 to 4 KiB takes two writes instead of one (a larger one took
-	// two already, its body skipping the buffer); a long response body is read straight into the
-	// relay's own buffer.
+	// two already, its body skipping the buffer); a long ordinary response body is read straight into
+	// the relay's own buffer.
 	t.ReadBufferSize, t.WriteBufferSize = 2<<10, 2<<10
 	t.Proxy = nil // members are on the declared host; never route them through an environment proxy
 	return t

@@ -281,7 +281,11 @@ func openStreams(b *testing.B, h2 bool, n int) {
 	}
 	if os.Getenv(childMemEnv) != "" { // after the RSS is read: the dump allocates
 		_ = router.cmd.Process.Signal(syscall.SIGUSR1)
-		<-router.dumped
+		select {
+		case <-router.dumped:
+		case <-time.After(time.Minute): // a router process that died (a stack cap, say) writes nothing
+			b.Fatal("the router process did not write its memory")
+		}
 	}
 	close(finished)
 	if _, err := io.WriteString(members.stdin, "release\n"); err != nil {
