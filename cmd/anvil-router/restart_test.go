@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/internal/routerrig"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/manage"
 )
@@ -44,7 +45,7 @@ var servingAddr = regexp.MustCompile(`msg=serving addr=(\S+)`)
 func serveBinary(t *testing.T, bin, cfg string) *process {
 	t.Helper()
 	cmd := exec.Command(bin, "serve", "--config", cfg)
-	cmd.Env = append(os.Environ(), config.EnvAPIToken+"="+testCallerToken, config.EnvAdminToken+"="+testAdminToken)
+	cmd.Env = append(os.Environ(), config.EnvAPIToken+"="+routerrig.CallerToken, config.EnvAdminToken+"="+routerrig.AdminToken)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
@@ -99,7 +100,7 @@ func (p *process) stop(t *testing.T) {
 func runBinary(t *testing.T, bin string, args ...string) (int, string) {
 	t.Helper()
 	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), config.EnvAPIToken+"="+testCallerToken, config.EnvAdminToken+"="+testAdminToken)
+	cmd.Env = append(os.Environ(), config.EnvAPIToken+"="+routerrig.CallerToken, config.EnvAdminToken+"="+routerrig.AdminToken)
 	var stderr strings.Builder
 	cmd.Stderr = &stderr
 	err := cmd.Run()
@@ -146,12 +147,12 @@ func TestRealBinary(t *testing.T) {
 // not come back; member readmission removed only its own entry. Malformed intent refuses startup
 // and is left byte-identical; a save that cannot be written leaves the previous file intact.
 func testRestartKeepsIntent(t *testing.T, bin string) {
-	urls := startFakes(t, 3)
+	urls := routerrig.Fakes(t, 3)
 	dir := filepath.Join(t.TempDir(), "state")
 	require.NoError(t, os.MkdirAll(dir, 0o700))
 	intentPath := filepath.Join(dir, "intent.json")
 	cfg := filepath.Join(t.TempDir(), "router.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(routerYAML(urls, "intent_file: "+intentPath+"\n")), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(routerrig.YAML(urls, "intent_file: "+intentPath+"\n")), 0o600))
 
 	t.Run("restart", func(t *testing.T) {
 		p := serveBinary(t, bin, cfg)
@@ -187,7 +188,7 @@ func testRestartKeepsIntent(t *testing.T, bin string) {
 				bad := filepath.Join(t.TempDir(), "intent.json")
 				require.NoError(t, os.WriteFile(bad, []byte(content), 0o600))
 				badCfg := filepath.Join(t.TempDir(), "router.yaml")
-				require.NoError(t, os.WriteFile(badCfg, []byte(routerYAML(urls, "intent_file: "+bad+"\n")), 0o600))
+				require.NoError(t, os.WriteFile(badCfg, []byte(routerrig.YAML(urls, "intent_file: "+bad+"\n")), 0o600))
 				code, stderr := runBinary(t, bin, "serve", "--config", badCfg)
 				assert.Equal(t, exitUsage, code, stderr)
 				assert.Contains(t, stderr, "anvil-router: server: intent file "+bad+": invalid intent document: ")
@@ -243,13 +244,13 @@ func testRestartKeepsIntent(t *testing.T, bin string) {
 
 // anvil-router mcp speaks the protocol over standard input and output of the real binary.
 func testMCPOverStdio(t *testing.T, bin string) {
-	urls := startFakes(t, 3)
+	urls := routerrig.Fakes(t, 3)
 	cfg := filepath.Join(t.TempDir(), "router.yaml")
-	require.NoError(t, os.WriteFile(cfg, []byte(routerYAML(urls, "")), 0o600))
+	require.NoError(t, os.WriteFile(cfg, []byte(routerrig.YAML(urls, "")), 0o600))
 	p := serveBinary(t, bin, cfg)
 
 	cmd := exec.Command(bin, "mcp")
-	cmd.Env = append(os.Environ(), EnvRouterURL+"="+p.url, config.EnvAdminToken+"="+testAdminToken)
+	cmd.Env = append(os.Environ(), EnvRouterURL+"="+p.url, config.EnvAdminToken+"="+routerrig.AdminToken)
 	cmd.Stderr = io.Discard
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()

@@ -5,9 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,57 +15,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/internal/routerrig"
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
 var update = flag.Bool("update", false, "rewrite "+manifestPath+" from the command tree")
-
-const (
-	testAdminToken  = "admin-token-0123456789"
-	testCallerToken = "caller-token-0123456789"
-)
-
-// startFakes starts n real fake-vLLM members on loopback and returns their URLs.
-func startFakes(t *testing.T, n int) []string {
-	t.Helper()
-	var urls []string
-	for i := range n {
-		fake, err := fakevllm.NewServer(fakevllm.Options{Models: []string{"test/llama"}, Profile: engine.TinyProfile(), Seed: uint64(i + 1)})
-		require.NoError(t, err)
-		hs := httptest.NewServer(fake.Handler())
-		t.Cleanup(func() { hs.CloseClientConnections(); hs.Close(); fake.Close() })
-		urls = append(urls, hs.URL)
-	}
-	return urls
-}
-
-// routerYAML is a replica tier "replicas" (m00, m01) and a direct tier "solo" over three fakes.
-func routerYAML(urls []string, extra string) string {
-	return fmt.Sprintf(`listen: 127.0.0.1:0
-%saliases: [{id: chat, tier: replicas}]
-tiers:
-  - id: replicas
-    kind: replica
-    served_model: test/llama
-    host: 127.0.0.1
-    provenance: test fakes
-    gates: {max_context_tokens: 4096}
-    members:
-      - {id: m00, endpoint: %s}
-      - {id: m01, endpoint: %s}
-  - id: solo
-    kind: direct
-    served_model: test/llama
-    endpoint: %s
-    gates: {max_context_tokens: 4096}
-`, extra, urls[0], urls[1], urls[2])
-}
 
 // ephemeral is a real router over real fakes, in process, with a count of transition calls.
 type ephemeral struct {
@@ -78,29 +33,15 @@ type ephemeral struct {
 
 func startEphemeral(t *testing.T) *ephemeral {
 	t.Helper()
-	cfg, err := load.Parse([]byte(routerYAML(startFakes(t, 3), "")), func(k string) (string, bool) {
-		switch k {
-		case config.EnvAPIToken:
-			return testCallerToken, true
-		case config.EnvAdminToken:
-			return testAdminToken, true
-		}
-		return "", false
+	e := &ephemeral{}
+	e.srv, e.url = routerrig.Start(t, func(h http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path == manage.TransitionPath {
+				e.calls.Add(1)
+			}
+			h.ServeHTTP(w, r)
+		})
 	})
-	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
-	require.NoError(t, err)
-	srv.ProbeNow(t.Context())
-	e := &ephemeral{srv: srv}
-	h := srv.Handler()
-	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == manage.TransitionPath {
-			e.calls.Add(1)
-		}
-		h.ServeHTTP(w, r)
-	}))
-	t.Cleanup(func() { hs.Close(); _ = srv.Close() })
-	e.url = hs.URL
 	return e
 }
 
@@ -121,7 +62,7 @@ type cli struct {
 
 func (c cli) run(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
-	env := map[string]string{EnvRouterURL: c.e.url, config.EnvAdminToken: testAdminToken}
+	env := map[string]string{EnvRouterURL: c.e.url, config.EnvAdminToken: routerrig.AdminToken}
 	for k, v := range c.env {
 		env[k] = v
 	}
@@ -161,7 +102,7 @@ func TestVerbsWithAndWithoutMember(t *testing.T) {
 		assert.Contains(t, out, "SCOPE")
 		assert.Contains(t, out, "replicas/m00")
 		assert.NotContains(t, out+errOut, e.url, "results never carry the router URL")
-		assert.NotContains(t, out+errOut, testAdminToken)
+		assert.NotContains(t, out+errOut, routerrig.AdminToken)
 	}
 	snap := e.snapshot(t)
 	assert.Equal(t, "admitting", snap.State)
@@ -264,7 +205,7 @@ func TestAdminTokenFile(t *testing.T) {
 	e := startEphemeral(t)
 	dir := t.TempDir()
 	good := filepath.Join(dir, "token")
-	require.NoError(t, os.WriteFile(good, []byte(testAdminToken+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(good, []byte(routerrig.AdminToken+"\n"), 0o600))
 	c := cli{e: e, env: map[string]string{config.EnvAdminToken: ""}}
 	code, _, errOut := c.run(t, "transition-status", "--tier", "replicas", "--admin-token-file", good)
 	assert.Equal(t, 0, code, errOut)

@@ -3,7 +3,6 @@ package manage_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -14,16 +13,13 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/internal/routerrig"
 	"github.com/anvil-llm/anvil/router/admission"
-	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
-const adminToken = "admin-token-0123456789"
+const adminToken = routerrig.AdminToken
 
 // ephemeral is a real router on loopback over real fake-vLLM members: a replica tier "replicas"
 // (m00, m01) and a direct tier "solo".
@@ -34,48 +30,8 @@ type ephemeral struct {
 
 func startEphemeral(t *testing.T) ephemeral {
 	t.Helper()
-	var urls []string
-	for i := range 3 {
-		fake, err := fakevllm.NewServer(fakevllm.Options{Models: []string{"test/llama"}, Profile: engine.TinyProfile(), Seed: uint64(i + 1)})
-		require.NoError(t, err)
-		hs := httptest.NewServer(fake.Handler())
-		t.Cleanup(func() { hs.Close(); fake.Close() })
-		urls = append(urls, hs.URL)
-	}
-	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
-aliases: [{id: chat, tier: replicas}]
-tiers:
-  - id: replicas
-    kind: replica
-    served_model: test/llama
-    host: 127.0.0.1
-    provenance: test fakes
-    gates: {max_context_tokens: 4096}
-    members:
-      - {id: m00, endpoint: %s}
-      - {id: m01, endpoint: %s}
-  - id: solo
-    kind: direct
-    served_model: test/llama
-    endpoint: %s
-    gates: {max_context_tokens: 4096}
-`, urls[0], urls[1], urls[2])
-	cfg, err := load.Parse([]byte(yaml), func(k string) (string, bool) {
-		switch k {
-		case config.EnvAPIToken:
-			return "caller-token-0123456789", true
-		case config.EnvAdminToken:
-			return adminToken, true
-		}
-		return "", false
-	})
-	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
-	require.NoError(t, err)
-	srv.ProbeNow(t.Context())
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { hs.Close(); _ = srv.Close() })
-	return ephemeral{srv: srv, url: hs.URL}
+	srv, url := routerrig.Start(t, nil)
+	return ephemeral{srv: srv, url: url}
 }
 
 func (e ephemeral) snapshots() []admission.Snapshot { return e.srv.Admission().Snapshots() }

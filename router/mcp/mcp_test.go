@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -15,11 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/internal/routerrig"
 	"github.com/anvil-llm/anvil/router/admission"
-	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/mcp"
 	"github.com/anvil-llm/anvil/router/server"
@@ -33,7 +28,7 @@ const (
 	previousCatalogDigest = "cc8bc1497dc133cc6b2fe1f34f9776e692b6c66261603d8a5c959c2f7a3071bf"
 )
 
-const adminToken = "admin-token-0123456789"
+const adminToken = routerrig.AdminToken
 
 // counting is a Doer that counts what reaches the transport.
 type counting struct{ calls atomic.Int64 }
@@ -54,50 +49,10 @@ type fixture struct {
 // connected to that server over an in-memory transport.
 func start(t *testing.T) *fixture {
 	t.Helper()
-	var urls []string
-	for i := range 3 {
-		fake, err := fakevllm.NewServer(fakevllm.Options{Models: []string{"test/llama"}, Profile: engine.TinyProfile(), Seed: uint64(i + 1)})
-		require.NoError(t, err)
-		hs := httptest.NewServer(fake.Handler())
-		t.Cleanup(func() { hs.Close(); fake.Close() })
-		urls = append(urls, hs.URL)
-	}
-	yaml := fmt.Sprintf(`listen: 127.0.0.1:0
-aliases: [{id: chat, tier: replicas}]
-tiers:
-  - id: replicas
-    kind: replica
-    served_model: test/llama
-    host: 127.0.0.1
-    provenance: test fakes
-    gates: {max_context_tokens: 4096}
-    members:
-      - {id: m00, endpoint: %s}
-      - {id: m01, endpoint: %s}
-  - id: solo
-    kind: direct
-    served_model: test/llama
-    endpoint: %s
-    gates: {max_context_tokens: 4096}
-`, urls[0], urls[1], urls[2])
-	cfg, err := load.Parse([]byte(yaml), func(k string) (string, bool) {
-		switch k {
-		case config.EnvAPIToken:
-			return "caller-token-0123456789", true
-		case config.EnvAdminToken:
-			return adminToken, true
-		}
-		return "", false
-	})
-	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
-	require.NoError(t, err)
-	srv.ProbeNow(t.Context())
-	front := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { front.Close(); _ = srv.Close() })
+	srv, url := routerrig.Start(t, nil)
 
 	f := &fixture{srv: srv, doer: &counting{}}
-	client, err := manage.NewClient(f.doer, front.URL, adminToken)
+	client, err := manage.NewClient(f.doer, url, adminToken)
 	require.NoError(t, err)
 	serverSide, clientSide := sdk.NewInMemoryTransports()
 	ss, err := mcp.NewServer(client, "test").Connect(t.Context(), serverSide, nil)
