@@ -41,7 +41,10 @@ type leaf struct {
 	v      reflect.Value // the settable pointer (or string, inside caller_tokens)
 }
 
-func tagOf(f reflect.StructField) string { name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ","); return name }
+func tagOf(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("mapstructure"), ",")
+	return name
+}
 
 // leaves walks v (a Document or one of its sections) in schema order.
 func leaves(v reflect.Value, schema, path string) []leaf {
