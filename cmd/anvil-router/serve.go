@@ -79,14 +79,13 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if f.listen != "" {
 		over[config.EnvListen] = f.listen
 	}
-	data, err := os.ReadFile(f.config)
-	if err != nil {
-		return usageError{fmt.Errorf("cannot read config file: %w", err)}
-	}
-	cfg, err := load.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: load.ReadTokenFile})
+	// One Source reads the file at start-up and on every reload, with the same overrides.
+	src := load.NewSource(f.config, overlayEnv(over))
+	loaded, err := src.Load(ctx)
 	if err != nil {
 		return usageError{err}
 	}
+	cfg := loaded.Config
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())

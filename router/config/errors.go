@@ -71,3 +71,14 @@ func Invalid(path, msg string) *Error { return invalid(path, msg) }
 // Unreadable returns the *Error for a configuration file that cannot be read; cause (an fs error, or
 // nil) is kept for errors.Is/As only.
 func Unreadable(msg string, cause error) *Error { return unreadable(msg, cause) }
+
+// ErrChanged is wrapped when the configuration file, or a file it names, changed while a load was
+// reading it: what was read may be half of one version and half of another, so it is refused whole
+// and the next attempt reads it again.
+var ErrChanged = errors.New("config changed while being read")
+
+// Changed returns the *Error for a file that changed while it was read: path is the setting that
+// names the file ("" for the configuration file itself).
+func Changed(path string) *Error {
+	return &Error{Path: path, Msg: "file changed while being read", sentinel: ErrChanged}
+}

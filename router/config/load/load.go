@@ -14,6 +14,8 @@
 //     duplicate keys, unknown or mixed-case keys, anchors, aliases, merge keys, multiple documents and
 //     any value whose YAML type differs from the schema, naming the path.
 //   - files.go: reading the config file and token files (regular files only, bounded).
+//   - source.go: Source, the file as start-up and every reload read it (digest, changed-while-read
+//     refusal, and the Fingerprint that serve --watch polls).
 //
 // Every refusal is a *config.Error wrapping config.ErrInvalid (or config.ErrUnreadable when the file
 // itself cannot be read) with the text "config: PATH: MESSAGE". docs/CONFIGURATION.md documents every
@@ -22,7 +24,7 @@ package load
 
 import (
 	"bytes"
-	"os"
+	"context"
 
 	"github.com/go-viper/mapstructure/v2"
 	"github.com/spf13/viper"
@@ -34,12 +36,11 @@ import (
 // from the process environment, reads the token files it names and returns the validated Config. A
 // file that cannot be read yields an error wrapping config.ErrUnreadable (and the fs error);
 // everything else wraps config.ErrInvalid.
+// It is NewSource(path, nil).Load without a context, so `config check` reads a file exactly as serve
+// does.
 func File(path string) (config.Config, error) {
-	data, err := readRegular(path, MaxFileBytes)
-	if err != nil {
-		return config.Config{}, config.Unreadable("cannot read config file", err)
-	}
-	return ParseWith(data, config.Sources{LookupEnv: os.LookupEnv, ReadFile: ReadTokenFile})
+	l, err := NewSource(path, nil).Load(context.Background())
+	return l.Config, err
 }
 
 // Parse validates a document with environment lookups from env (nil for none). It reads no files and
@@ -52,14 +53,19 @@ func Parse(data []byte, env func(string) (string, bool)) (config.Config, error) 
 // ParseWith validates a document against explicit sources. The pipeline: the strict gate over the raw
 // YAML (gate.go), viper decoding into the closed schema, then config.Build's semantic validation.
 func ParseWith(data []byte, src config.Sources) (config.Config, error) {
-	if err := gate(data); err != nil {
-		return config.Config{}, err
-	}
-	doc, err := decode(data)
+	doc, err := parseDocument(data)
 	if err != nil {
 		return config.Config{}, err
 	}
 	return config.Build(doc, src)
+}
+
+// parseDocument is the pipeline up to config.Build: the gate, then viper.
+func parseDocument(data []byte) (config.Document, error) {
+	if err := gate(data); err != nil {
+		return config.Document{}, err
+	}
+	return decode(data)
 }
 
 // decode runs viper over a document the gate accepted. Viper's defaults are loosened for convenience
