@@ -139,3 +139,24 @@ func yamlScalar(v any) string {
 	b, _ := yaml.Marshal(v)
 	return strings.Trim(strings.TrimSpace(string(b)), "'")
 }
+
+// TestDocumentedRestartKeys: the restart list of CONFIGURATION.md lists exactly
+// config.RestartRequiredKeys.
+func TestDocumentedRestartKeys(t *testing.T) {
+	data, err := os.ReadFile(configDoc)
+	require.NoError(t, err)
+	_, section, ok := strings.Cut(string(data), "### Settings that need a restart")
+	require.True(t, ok)
+	section, _, _ = strings.Cut(section, "\n## ")
+	var listed []string
+	for _, line := range strings.Split(section, "\n") {
+		if !strings.HasPrefix(line, "- `") {
+			continue
+		}
+		first, _, _ := strings.Cut(strings.TrimPrefix(line, "- "), ": ")
+		for _, part := range strings.Split(first, ",") {
+			listed = append(listed, strings.Trim(strings.TrimSpace(part), "`"))
+		}
+	}
+	assert.ElementsMatch(t, config.RestartRequiredKeys(), listed)
+}
