@@ -165,3 +165,22 @@ func (t *tierState) admittedLocked(tk *Ticket) {
 	t.dropLocked(tk)
 	t.wakeHeadLocked()
 }
+
+// Leave removes the ticket from its tier's queue, whatever generation it was taken through (Leave on
+// the tier is the same). It reports whether the ticket was still waiting.
+func (tk *Ticket) Leave() bool {
+	if tk == nil || tk.tier == nil {
+		return false
+	}
+	t := tk.tier
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tk.gone {
+		return false
+	}
+	t.leaveLocked(tk)
+	return true
+}
+
+// Holds reports whether tk is a ticket of this tier's queue (taken through any generation of it).
+func (t *TierAdmission) Holds(tk *Ticket) bool { return tk != nil && tk.tier == t.tierState }
