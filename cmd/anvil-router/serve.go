@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -79,18 +80,15 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if f.listen != "" {
 		over[config.EnvListen] = f.listen
 	}
-	data, err := os.ReadFile(f.config)
-	if err != nil {
-		return usageError{fmt.Errorf("cannot read config file: %w", err)}
-	}
-	cfg, err := load.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: load.ReadTokenFile})
+	reload := fileLoader(f.config, over)
+	cfg, digest, err := reload(ctx)
 	if err != nil {
 		return usageError{err}
 	}
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
-	srv, err := server.New(cfg, server.Options{Logger: log})
+	srv, err := server.New(cfg, server.Options{Logger: log, ConfigPath: f.config, ConfigDigest: digest, Load: reload})
 	if errors.Is(err, intent.ErrInvalid) {
 		return usageError{err} // a malformed intent file is refused like a malformed config
 	}
@@ -102,7 +100,54 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 		_ = srv.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
+	stopHUP := reloadOnHUP(ctx, srv)
+	defer stopHUP()
 	return srv.Serve(ctx, ln)
+}
+
+// fileLoader reads and validates the config file with the startup rules (the same environment
+// overrides, the same token files) and returns it with the sha256 hex digest of the bytes it parsed:
+// the loader of startup and of every reload.
+func fileLoader(path string, over map[string]string) server.LoadFunc {
+	return func(context.Context) (config.Config, string, error) {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return config.Config{}, "", fmt.Errorf("cannot read config file: %w", err)
+		}
+		sum := sha256.Sum256(data)
+		cfg, err := load.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: load.ReadTokenFile})
+		if err != nil {
+			return config.Config{}, "", err
+		}
+		return cfg, hex.EncodeToString(sum[:]), nil
+	}
+}
+
+// reloadOnHUP reloads the config file on every SIGHUP until ctx ends: the same reload as POST
+// /admin/v1/config/reload (the server logs and counts each attempt). It returns the function that
+// stops listening for the signal.
+func reloadOnHUP(ctx context.Context, srv *server.Server) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case <-hup:
+				_, _ = srv.ReloadFile(ctx) // refused or not, the server has logged and counted it
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(quit)
+		<-done
+	}
 }
 
 func newLogger(w io.Writer, l config.Log) *slog.Logger {
