@@ -127,10 +127,17 @@ func (r *Router) Current() *Router {
 	}
 }
 
-// recordDigest is the digest a decision record carries: its first 16 hex digits.
+// recordDigest is the digest a decision record carries: its first 16 hex digits, "" when the
+// generation has no digest (or one that is not lowercase hex, which no record may carry).
 func (r *Router) recordDigest() string {
-	if len(r.digest) < 16 {
-		return r.digest
+	const n = decisionlog.ConfigDigestLen
+	if len(r.digest) < n {
+		return ""
 	}
-	return r.digest[:16]
+	for i := 0; i < n; i++ {
+		if c := r.digest[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return ""
+		}
+	}
+	return r.digest[:n]
 }

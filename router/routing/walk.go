@@ -53,7 +53,8 @@ var ErrShuttingDown = errors.New("routing: the router is shutting down")
 // Begin starts the walk of one request that arrived at start. Until Resolve succeeds the request is
 // recorded as refused; until Admit succeeds it holds nothing.
 func (r *Router) Begin(requestID string, start time.Time) Attempt {
-	return Attempt{r: r, rec: decisionlog.Record{RequestID: requestID, Start: start, Outcome: decisionlog.OutcomeRefused}}
+	return Attempt{r: r, rec: decisionlog.Record{RequestID: requestID, Start: start, Outcome: decisionlog.OutcomeRefused,
+		ConfigDigest: r.recordDigest()}}
 }
 
 // Resolve resolves the request's alias and applies the gates (see Router.Resolve). Once the alias
@@ -130,6 +131,7 @@ func (a *Attempt) Rebase(r *Router) {
 		return
 	}
 	a.r = r
+	a.rec.ConfigDigest = r.recordDigest()
 	a.rec.Alias, a.rec.Tier, a.rec.Route, a.rec.Strategy = "", "", "", ""
 	a.rec.EjectedMembers = 0
 }
