@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -21,13 +22,16 @@ import (
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/server"
+	"github.com/anvil-llm/anvil/router/watch"
 )
 
 type serveFlags struct {
-	config string
-	demo   bool
-	listen string
-	drive  int
+	config        string
+	demo          bool
+	listen        string
+	drive         int
+	watch         bool
+	watchInterval time.Duration
 }
 
 func newServe() *cobra.Command {
@@ -44,6 +48,12 @@ func newServe() *cobra.Command {
 				return usageError{fmt.Errorf("--drive must be 0-100000")}
 			case f.drive > 0 && !f.demo:
 				return usageError{fmt.Errorf("--drive works only with --demo")}
+			case f.watch && f.demo:
+				return usageError{fmt.Errorf("--watch works only with --config")}
+			case cmd.Flags().Changed("watch-interval") && !f.watch:
+				return usageError{fmt.Errorf("--watch-interval works only with --watch")}
+			case f.watchInterval < watch.MinInterval || f.watchInterval > watch.MaxInterval:
+				return usageError{fmt.Errorf("--watch-interval must be 100ms-1h")}
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -61,6 +71,8 @@ func newServe() *cobra.Command {
 	cmd.Flags().BoolVar(&f.demo, "demo", false, "serve the embedded demo: fake vLLM members on loopback")
 	cmd.Flags().StringVar(&f.listen, "listen", "", "listen address, overriding the config (host:port)")
 	cmd.Flags().IntVar(&f.drive, "drive", 0, "demo only: drive N routed requests, print what each member served, exit")
+	cmd.Flags().BoolVar(&f.watch, "watch", false, "reload the config file when it (or a token or TLS file it names) changes on disk")
+	cmd.Flags().DurationVar(&f.watchInterval, "watch-interval", watch.DefaultInterval, "with --watch: how often to poll the files (100ms-1h); a change applies once seen on two polls in a row")
 	return cmd
 }
 
@@ -79,7 +91,8 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if f.listen != "" {
 		over[config.EnvListen] = f.listen
 	}
-	// One Source reads the file at start-up and on every reload, with the same overrides.
+	// One Source reads the file at start-up and on every reload (SIGHUP, the endpoint, --watch),
+	// with the same overrides.
 	src := load.NewSource(f.config, overlayEnv(over))
 	loaded, err := src.Load(ctx)
 	if err != nil {
@@ -89,7 +102,8 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
-	srv, err := server.New(cfg, server.Options{Logger: log})
+	srv, err := server.New(cfg, server.Options{Logger: log, ConfigPath: f.config, ConfigDigest: loaded.Digest,
+		Load: sourceLoader(src), Diff: configDiff})
 	if errors.Is(err, intent.ErrInvalid) {
 		return usageError{err} // a malformed intent file is refused like a malformed config
 	}
@@ -101,7 +115,94 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 		_ = srv.Close()
 		return fmt.Errorf("listen: %w", err)
 	}
+	stopHUP := reloadOnHUP(ctx, srv)
+	defer stopHUP()
+	if f.watch {
+		stopWatch, err := watchFile(ctx, src, loaded.Fingerprint, srv, f.watchInterval)
+		if err != nil {
+			_ = srv.Close()
+			_ = ln.Close()
+			return usageError{err}
+		}
+		defer stopWatch()
+	}
 	return srv.Serve(ctx, ln)
+}
+
+// sourceLoader is the reload's LoadFunc: the Source start-up read, read again.
+func sourceLoader(src *load.Source) server.LoadFunc {
+	return func(ctx context.Context) (config.Config, string, error) {
+		l, err := src.Load(ctx)
+		return l.Config, l.Digest, err
+	}
+}
+
+// configDiff is the reload hook: a change that needs a restart refuses the file whole, naming the
+// key; otherwise the reload answers and records config.Diff's lines.
+func configDiff(running, next config.Config) ([]string, error) {
+	if err := config.RestartRequired(running, next); err != nil {
+		return nil, restartRequired{err}
+	}
+	changes := config.Diff(running, next)
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.String()
+	}
+	return out, nil
+}
+
+// restartRequired is config.RestartRequired's *config.Error (its text: "config: KEY: restart
+// required") wrapping server.ErrRestartRequired too, as the DiffFunc contract asks.
+type restartRequired struct{ err error }
+
+func (e restartRequired) Error() string   { return e.err.Error() }
+func (e restartRequired) Unwrap() []error { return []error{e.err, server.ErrRestartRequired} }
+
+// watchFile runs serve --watch: it polls src's fingerprint every interval, starting from the one
+// start-up loaded, and reloads (the same reload as SIGHUP) once a change has settled. It returns the
+// function that stops the watcher and waits for it.
+func watchFile(ctx context.Context, src *load.Source, loaded string, srv *server.Server, interval time.Duration) (func(), error) {
+	w, err := watch.New(loaded, src, func(ctx context.Context) error {
+		_, err := srv.ReloadFile(ctx) // refused or not, the server has logged and counted it
+		return err
+	}, interval)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = w.Run(ctx)
+	}()
+	return func() { cancel(); <-done }, nil
+}
+
+// reloadOnHUP reloads the config file on every SIGHUP until ctx ends: the same reload as POST
+// /admin/v1/config/reload (the server logs and counts each attempt). It returns the function that
+// stops listening for the signal.
+func reloadOnHUP(ctx context.Context, srv *server.Server) (stop func()) {
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	done, quit := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-quit:
+				return
+			case <-hup:
+				_, _ = srv.ReloadFile(ctx) // refused or not, the server has logged and counted it
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(hup)
+		close(quit)
+		<-done
+	}
 }
 
 func newLogger(w io.Writer, l config.Log) *slog.Logger {

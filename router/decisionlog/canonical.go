@@ -34,6 +34,9 @@ func scanCanonical(line []byte) (Record, bool) {
 	if c.peek(`,"ejected_members":`) {
 		r.EjectedMembers = int(c.int(`,"ejected_members":`))
 	}
+	if c.peek(`,"config_digest":`) {
+		r.ConfigDigest = c.str(`,"config_digest":`)
+	}
 	if c.peek(`,"replica_scheduler":`) {
 		d, ok := c.decision()
 		if !ok {

@@ -13,10 +13,10 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [15]string {
+func recordKeys() [16]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
 		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "queued_ns", "ejected_members",
-		"replica_scheduler"}
+		"config_digest", "replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -30,7 +30,7 @@ func scoreKeys() [7]string {
 
 // optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
 func optionalRecordKey(k string) bool {
-	return k == "queued_ns" || k == "ejected_members" || k == "replica_scheduler"
+	return k == "queued_ns" || k == "ejected_members" || k == "config_digest" || k == "replica_scheduler"
 }
 
 // required is the optional-key predicate of an object whose keys are all required.
@@ -236,6 +236,10 @@ func (t tokens) recordField(r *Record, key, p string) error {
 	case "ejected_members":
 		v, _, err = t.integer(p, 1, ident.MaxMembers-1, false)
 		r.EjectedMembers = int(v)
+	case "config_digest":
+		if r.ConfigDigest, err = t.str(p); err == nil && !validDigest(r.ConfigDigest) {
+			err = &fieldError{p, ErrInvalidValue}
+		}
 	case "replica_scheduler":
 		var d scheduler.Decision
 		if d, err = t.decision(p); err == nil {

@@ -11,7 +11,7 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and queued_ns, ejected_members and replica_scheduler only when present. Every string it writes is a
+// nanoseconds, and queued_ns, ejected_members, config_digest and replica_scheduler only when present. Every string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
 // are produced directly rather than through reflection.
 func appendJSON(b []byte, r *Record) []byte {
@@ -34,6 +34,9 @@ func appendJSON(b []byte, r *Record) []byte {
 	}
 	if r.EjectedMembers > 0 {
 		b = appendIntField(b, `,"ejected_members":`, int64(r.EjectedMembers))
+	}
+	if r.ConfigDigest != "" {
+		b = appendStringField(b, `,"config_digest":`, r.ConfigDigest)
 	}
 	if r.ReplicaScheduler != nil {
 		b = append(b, `,"replica_scheduler":`...)
@@ -151,6 +154,9 @@ func (r Record) Line() string {
 	}
 	if rec.EjectedMembers > 0 {
 		writeKV(&b, "ejected_members", strconv.Itoa(rec.EjectedMembers))
+	}
+	if rec.ConfigDigest != "" {
+		writeKV(&b, "config_digest", rec.ConfigDigest)
 	}
 	if err == nil && rec.ReplicaScheduler != nil {
 		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")

@@ -82,6 +82,10 @@ type Record struct {
 	// eligibility when the request was admitted or refused (0-15; 0 is omitted from every encoding).
 	// A request routed, or refused, while members were ejected says so here.
 	EjectedMembers int
+	// ConfigDigest names the configuration generation that admitted (or refused) the request: the
+	// first 16 hex digits of its file's sha256, "" when the router's config came from no file (the
+	// simulator) and omitted from every encoding then.
+	ConfigDigest string
 
 	// ReplicaScheduler is the capacity lease's decision. It is kept only for a
 	// capacity-strategy replica record whose Member is the decision's selected member
@@ -164,6 +168,8 @@ func checkFields(r *Record) error {
 		return &fieldError{"ejected_members", ErrInvalidValue}
 	case r.EjectedMembers > 0 && r.Route != RouteReplica:
 		return &fieldError{"ejected_members", ErrInconsistent}
+	case r.ConfigDigest != "" && !validDigest(r.ConfigDigest):
+		return &fieldError{"config_digest", ErrInvalidValue}
 	}
 	if lo, hi, _ := r.Outcome.attemptRange(); r.Attempts < lo || r.Attempts > hi {
 		return &fieldError{"attempts", ErrInconsistent}
@@ -244,4 +250,20 @@ func (r Record) clone() Record {
 		r.ReplicaScheduler = &d
 	}
 	return r
+}
+
+// ConfigDigestLen is the length of a record's config_digest: 16 lowercase hex digits.
+const ConfigDigestLen = 16
+
+// validDigest: exactly ConfigDigestLen lowercase hex digits.
+func validDigest(s string) bool {
+	if len(s) != ConfigDigestLen {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }

@@ -207,6 +207,7 @@ func TestRecordCarriesNoFreeText(t *testing.T) {
 	r := capacityRecord(t)
 	r.EjectedMembers = 1
 	r.Queued = r.Duration
+	r.ConfigDigest = "0123456789abcdef"
 	n, err := normalize(r)
 	require.NoError(t, err)
 	var m map[string]any
@@ -217,6 +218,35 @@ func TestRecordCarriesNoFreeText(t *testing.T) {
 	}
 	want := recordKeys()
 	assert.ElementsMatch(t, want[:], keys)
+}
+
+// TestConfigDigest: the digest of the admitting configuration is written before the evidence, read
+// back by ingestion, absent when empty (the simulator's records are unchanged) and refused
+// unless it is 16 lowercase hex digits.
+func TestConfigDigest(t *testing.T) {
+	var sink bytes.Buffer
+	l := mustLog(t, 8, &sink)
+	r := capacityRecord(t)
+	r.ConfigDigest = "0123456789abcdef"
+	require.NoError(t, l.Add(r))
+	assert.Contains(t, sink.String(), `,"config_digest":"0123456789abcdef","replica_scheduler":`)
+	assert.Contains(t, r.Line(), " config_digest=0123456789abcdef")
+	recs, err := ReadJSONL(bytes.NewReader(sink.Bytes()), 1)
+	require.NoError(t, err)
+	assert.Equal(t, "0123456789abcdef", recs[0].ConfigDigest)
+	bad := strings.Replace(sink.String(), `"config_digest":"0123456789abcdef"`, `"config_digest":"0123456789ABCDEF"`, 1)
+	_, err = ReadJSONL(strings.NewReader(bad), 1)
+	require.Error(t, err, "ingestion refuses a malformed digest")
+
+	r.ConfigDigest = ""
+	assert.NotContains(t, r.Line(), "config_digest")
+	b, err := r.JSON()
+	require.NoError(t, err)
+	assert.NotContains(t, string(b), "config_digest", "absent without a file: legacy bytes unchanged")
+	for _, bad := range []string{"0123456789ABCDEF", "0123456789abcde", "0123456789abcdef0", "0123456789abcdeg"} {
+		r.ConfigDigest = bad
+		assert.ErrorIs(t, l.Add(r), ErrInvalidRecord, bad)
+	}
 }
 
 func TestEjectedMembers(t *testing.T) {

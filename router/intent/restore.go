@@ -82,11 +82,14 @@ func hasMember(t *admission.TierAdmission, member string) bool {
 func FromSnapshots(snaps []admission.Snapshot) Document {
 	d := Document{Tiers: map[string]string{}}
 	for _, s := range snaps {
+		if s.Retiring {
+			continue // a tier a reload removed: nothing to restore it into
+		}
 		if s.State == admission.StateQuiesced {
 			d.Tiers[s.ID] = s.Reason
 		}
 		for _, m := range s.Members {
-			if m.State != admission.StateQuiesced {
+			if m.State != admission.StateQuiesced || m.Retiring {
 				continue
 			}
 			if d.Members == nil {

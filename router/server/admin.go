@@ -89,7 +89,7 @@ func (s *Server) audit(c *gin.Context, req manage.Request, result, code string) 
 // run). A refusal comes back with nothing changed, except intent_not_persisted: the transition
 // stands in memory and only its persistence failed.
 func (s *Server) runTransition(ctx context.Context, req manage.Request) (manage.Response, *apiError, *int64) {
-	t, ok := s.router.Admission().Tier(req.Tier)
+	t, ok := s.current().router.Admission().Tier(req.Tier)
 	if !ok {
 		return manage.Response{}, fixed(errUnknownTier), nil
 	}
@@ -207,7 +207,7 @@ func (s *Server) saveIntent() error {
 	if s.intent == nil {
 		return nil
 	}
-	err := s.intent.Save(func() intent.Document { return intent.FromSnapshots(s.router.Admission().Snapshots()) })
+	err := s.intent.Save(func() intent.Document { return intent.FromSnapshots(s.current().router.Admission().Snapshots()) })
 	if err != nil {
 		s.log.Error("intent not saved", "error", err)
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"context"
 	"errors"
 	"io"
 	"net/http"
@@ -28,10 +27,11 @@ var errAudioTooLarge = apiError{http.StatusRequestEntityTooLarge, "audio upload 
 // Attempt and Finish runs in the one defer.
 func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		at := s.router.Begin(requestID(c), s.now())
+		g := s.genOf(c)
+		at := g.router.Begin(requestID(c), s.now())
 		defer s.finish(c, &at)
 
-		form, ok := s.openForm(c)
+		form, ok := s.openForm(c, g)
 		if !ok {
 			return
 		}
@@ -40,25 +40,25 @@ func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
 			abort(c, requestError(err))
 			return
 		}
-		tier, target, ok := s.resolveAdmit(c, &at, req)
+		g, tier, target, ok := s.resolveAdmit(c, g, &at, req)
 		if !ok {
 			return
 		}
-		s.relayForm(c, &at, ep, form, tier, target)
+		s.relayForm(c, g, &at, ep, form, tier, target)
 	}
 }
 
 // openForm bounds the body by limits.max_audio_bytes (an announced length over it is refused before a
 // byte is read) and reads the form's head.
-func (s *Server) openForm(c *gin.Context) (*audioform.Form, bool) {
-	lim := s.cfg.Limits()
+func (s *Server) openForm(c *gin.Context, g *generation) (*audioform.Form, bool) {
+	lim := g.cfg.Limits()
 	if c.Request.ContentLength > lim.MaxAudioBytes {
 		abort(c, errAudioTooLarge)
 		return nil, false
 	}
 	// An upload may take longer than the server's read timeout for ordinary bodies: the attempt's own
 	// bound applies instead.
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(s.cfg.Upstream().Timeout))
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(g.cfg.Upstream().Timeout))
 	body := http.MaxBytesReader(c.Writer, c.Request.Body, lim.MaxAudioBytes)
 	flim := audioform.DefaultLimits()
 	flim.MaxHeadBytes = lim.MaxBodyBytes
@@ -68,25 +68,6 @@ func (s *Server) openForm(c *gin.Context) (*audioform.Form, bool) {
 		return nil, false
 	}
 	return form, true
-}
-
-// resolveAdmit resolves the request and takes a lease, answering every refusal itself; false means
-// the handler is done.
-func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req routing.Request) (config.Tier, routing.Target, bool) {
-	tier, err := at.Resolve(req)
-	if err != nil {
-		abort(c, requestError(err))
-		return config.Tier{}, routing.Target{}, false
-	}
-	target, err := s.admit(c, at, tier)
-	if errors.Is(err, context.Canceled) {
-		return config.Tier{}, routing.Target{}, false // the caller left while queued: nothing to answer
-	}
-	if err != nil {
-		abort(c, admissionError(err))
-		return config.Tier{}, routing.Target{}, false
-	}
-	return tier, target, true
 }
 
 // relayForm makes the one attempt with the form as a streamed body: an encoder goroutine writes the
@@ -105,7 +86,7 @@ func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req routing.R
 // more; and a read cut by joinEncoder may be the one that reached the body's end, which starts
 // net/http's background read for the next request, which then fails on the expired deadline and
 // cancels the connection's context, so every later request on it would begin already canceled.
-func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpoint, form *audioform.Form,
+func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, ep routing.Endpoint, form *audioform.Form,
 	tier config.Tier, target routing.Target) {
 	pr, pw := io.Pipe()
 	enc := &encoder{done: make(chan error, 1)}
@@ -117,7 +98,7 @@ func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpo
 		_ = pw.CloseWithError(err) // nil: a clean end of the upstream body
 		enc.done <- err
 	}()
-	res := s.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, relay.Upstream{
+	res := g.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, relay.Upstream{
 		BaseURL: target.BaseURL, Path: ep.Path(), BodyStream: pr, ContentType: form.ContentType(),
 		Stream: form.Stream(), RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
 	})

@@ -20,34 +20,26 @@ import (
 
 // proxy returns the handler of one OpenAI endpoint. The walk itself is routing's Attempt; the handler
 // adds HTTP: the body, the error answers and the one relay attempt. Finish runs in the one defer, so
-// the lease is released and the request recorded on every path, panics included.
+// the lease is released and the request recorded on every path, panics included. The request runs
+// under the generation it took on arrival (or, when its admission raced a reload, the one it was
+// admitted under: resolveAdmit).
 func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		at := s.router.Begin(requestID(c), s.now())
+		g := s.genOf(c)
+		at := g.router.Begin(requestID(c), s.now())
 		defer s.finish(c, &at)
 
-		req, ok := s.parse(c, ep)
+		req, ok := s.parse(c, g, ep)
 		if !ok {
 			return
 		}
-		tier, err := at.Resolve(req)
-		if err != nil {
-			abort(c, requestError(err))
-			return
-		}
-		body := req.Body(tier.ServedModel)
-		target, err := s.admit(c, &at, tier)
-		if errors.Is(err, context.Canceled) {
-			return // the caller left while queued: nothing to answer
-		}
-		if err != nil {
-			s.metrics.refused(tier.ID, err)
-			abort(c, admissionError(err))
+		g, tier, target, ok := s.resolveAdmit(c, g, &at, req)
+		if !ok {
 			return
 		}
 		at.Dispatched()
-		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
-			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
+		res := g.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
+			BaseURL: target.BaseURL, Path: ep.Path(), Body: req.Body(tier.ServedModel), Stream: req.Stream,
 			PassThrough: ep == routing.AudioSpeech, // audio bytes, relayed as they come
 			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
@@ -59,10 +51,47 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 	}
 }
 
+// resolveAdmit resolves the request's alias, applies the gates and admits it, answering every
+// refusal itself. It returns the generation the request was admitted under: the one it arrived
+// with, unless a reload was published while it was being admitted (or while it waited in a queue),
+// in which case the walk moves to the generation in force, resolves again (a removed alias is then
+// the ordinary 404) and admits there, keeping its place in a queue.
+func (s *Server) resolveAdmit(c *gin.Context, g *generation, at *routing.Attempt, req routing.Request) (*generation, config.Tier, routing.Target, bool) {
+	for {
+		tier, err := at.Resolve(req)
+		if err != nil {
+			abort(c, requestError(err))
+			return g, config.Tier{}, routing.Target{}, false
+		}
+		target, err := s.admit(c, at, tier)
+		switch {
+		case errors.Is(err, routing.ErrSuperseded):
+			select {
+			case <-g.done:
+			case <-c.Request.Context().Done():
+				at.Canceled(s.now())
+				return g, config.Tier{}, routing.Target{}, false // the caller left: nothing to answer
+			}
+			g = g.next.Load()
+			at.Rebase(g.router)
+			continue
+		case errors.Is(err, context.Canceled):
+			return g, config.Tier{}, routing.Target{}, false // the caller left while queued: nothing to answer
+		case err != nil:
+			s.metrics.refused(tier.ID, err)
+			abort(c, admissionError(err))
+			return g, config.Tier{}, routing.Target{}, false
+		}
+		return g, tier, target, true
+	}
+}
+
 // admit asks for a lease and, when the tier has an admission queue and no capacity, waits in it: on
 // the ticket's wake-ups, until the queue timeout, until the caller leaves (context.Canceled, the
 // attempt records the cancellation) or until a shutdown past its grace cuts the wait
-// (routing.ErrShuttingDown, answered with a 503). The waiting lives here, in the shell; the walk only answers.
+// (routing.ErrShuttingDown, answered with a 503). A reload published meanwhile ends the wait with
+// routing.ErrSuperseded (its commit wakes every waiter). The waiting lives here, in the shell; the
+// walk only answers.
 func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (routing.Target, error) {
 	target, err := at.Admit(tier, s.now())
 	for errors.Is(err, routing.ErrQueued) {
@@ -125,8 +154,8 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 // does not fit the budget gets 503, without a "100 Continue" (net/http sends it only when the handler
 // first reads) and without a byte of the body in memory. The budget is held for the read and the
 // parse; an admitted request's body then lives as long as its lease, which admission bounds.
-func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bool) {
-	limit, declared := s.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
+func (s *Server) parse(c *gin.Context, g *generation, ep routing.Endpoint) (routing.Request, bool) {
+	limit, declared := g.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
 	if declared > limit {
 		abort(c, errTooLarge)
 		return routing.Request{}, false
@@ -192,7 +221,7 @@ func (s *Server) models(c *gin.Context) {
 		Created int64  `json:"created"`
 		OwnedBy string `json:"owned_by"`
 	}
-	aliases := s.cfg.Aliases()
+	aliases := s.genOf(c).cfg.Aliases()
 	out := struct {
 		Object string  `json:"object"`
 		Data   []model `json:"data"`
@@ -234,15 +263,18 @@ func (s *Server) readyz(c *gin.Context) {
 		out.Reasons = append(out.Reasons, unreadyNotProbed)
 	}
 	noMember, notAdmitting := false, false
-	for _, t := range s.cfg.Tiers() {
+	g := s.genOf(c)
+	for _, t := range g.cfg.Tiers() {
 		if t.Kind != config.KindReplica {
 			continue
 		}
-		adm, _ := s.router.Admission().Tier(t.ID)
+		adm, _ := g.router.Admission().Tier(t.ID)
 		snap := adm.Snapshot()
 		quiesced := map[string]bool{}
 		for _, m := range snap.Members {
-			quiesced[m.ID] = m.State == admission.StateQuiesced
+			if !m.Retiring {
+				quiesced[m.ID] = m.State == admission.StateQuiesced
+			}
 		}
 		tr := tierReady{Tier: t.ID, State: snap.State, Members: len(t.Members)}
 		for id, ok := range s.prober.State().Snapshot(t.ID) {
@@ -263,7 +295,7 @@ func (s *Server) readyz(c *gin.Context) {
 	if notAdmitting {
 		out.Reasons = append(out.Reasons, unreadyNotAdmitting)
 	}
-	if s.sinkFailing() {
+	if s.sinkFailing(g) {
 		out.Reasons = append(out.Reasons, unreadySinkFailing)
 	}
 	out.Ready = len(out.Reasons) == 0
@@ -276,8 +308,8 @@ func (s *Server) readyz(c *gin.Context) {
 
 // sinkFailing reports whether the decision sink's writes have failed, without a success, for longer
 // than decision_log.unready_after (never when that is 0).
-func (s *Server) sinkFailing() bool {
-	after := s.cfg.DecisionLog().UnreadyAfter
+func (s *Server) sinkFailing(g *generation) bool {
+	after := g.cfg.DecisionLog().UnreadyAfter
 	if after <= 0 {
 		return false
 	}
@@ -288,16 +320,18 @@ func (s *Server) sinkFailing() bool {
 // admissionState is the admin view of every tier's admission snapshot, with each replica member's
 // passive health read after it. Member reasons stay off it.
 func (s *Server) admissionState(c *gin.Context) {
-	view := capacity.AdmissionView(s.sources.Admission.Snapshots())
-	capacity.AttachReadiness(view, s.sources.Readiness)
-	capacity.AttachHealth(view, s.sources.Health)
+	src := s.current().sources
+	view := capacity.AdmissionView(src.Admission.Snapshots())
+	capacity.AttachReadiness(view, src.Readiness)
+	capacity.AttachHealth(view, src.Health)
 	c.JSON(http.StatusOK, view)
 }
 
 // capacityState is the capacity JSON: the validated admission view plus, for capacity tiers, each
 // member's cached telemetry, read with the pressure cache's Peek (never scheduling a scrape).
 func (s *Server) capacityState(c *gin.Context) {
-	c.JSON(http.StatusOK, capacity.Read(s.plan, s.sources))
+	g := s.current()
+	c.JSON(http.StatusOK, capacity.Read(g.plan, g.sources))
 }
 
 // tierState renders one admission snapshot for the admin API: IDs, states, reasons and counts only.
@@ -309,6 +343,9 @@ func tierState(sn admission.Snapshot) manage.Tier {
 		t.Strategy = sn.Strategy.String()
 	}
 	for _, m := range sn.Members {
+		if m.Retiring {
+			continue // the transition answer shows the configured members
+		}
 		t.Members = append(t.Members, manage.Member{ID: m.ID, State: m.State, Reason: m.Reason,
 			Draining: m.Draining, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
 	}

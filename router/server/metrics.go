@@ -4,6 +4,8 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -34,6 +36,10 @@ type metrics struct {
 	queueWait     *prometheus.HistogramVec // tier
 	scrapes       *prometheus.CounterVec   // tier, member, result
 	scrapeSeconds *prometheus.HistogramVec // tier
+	reloads       *prometheus.CounterVec   // result: applied, unchanged, refused
+	reloadOK      prometheus.Gauge
+	reloadOKAt    prometheus.Gauge
+	pendingOnce   sync.Once
 }
 
 // requestBuckets are the request histograms' bounds in seconds: LLM requests run from milliseconds
@@ -72,20 +78,49 @@ func newMetrics() *metrics {
 		scrapeSeconds: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "anvil_router_pressure_scrape_duration_seconds",
 			Help: "Duration of completed pressure scrapes.", Buckets: scrapeBuckets()}, []string{"tier"}),
 	}
+	// The reload family follows Prometheus's own prometheus_config_last_reload_* series: startup is
+	// the first successful load.
+	m.reloads = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_config_reloads_total",
+		Help: "Configuration reload attempts, by result (applied, unchanged, refused)."}, []string{"result"})
+	m.reloadOK = prometheus.NewGauge(prometheus.GaugeOpts{Name: "anvil_router_config_last_reload_successful",
+		Help: "Whether the last configuration reload attempt succeeded (1) or was refused (0)."})
+	m.reloadOKAt = prometheus.NewGauge(prometheus.GaugeOpts{Name: "anvil_router_config_last_reload_success_timestamp_seconds",
+		Help: "When the configuration in force was last loaded or reloaded successfully, in seconds since the epoch."})
+	for _, r := range []string{"applied", "unchanged", "refused"} {
+		m.reloads.WithLabelValues(r)
+	}
 	m.registry.MustRegister(m.requests, m.duration, m.firstByte, m.attempts, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds,
+		m.reloads, m.reloadOK, m.reloadOKAt,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
 
-// watch registers the scrape-time views: the capacity collector over the runtime owners and, when
-// there is a pressure cache, its pending-refresh gauge.
-func (m *metrics) watch(plan []capacity.TierSpec, src capacity.Sources, cache *scrape.Cache) {
-	m.registry.MustRegister(capacity.NewCollector(plan, src))
-	if cache != nil {
+// watch registers the scrape-time views: the capacity collector over the generation in force.
+func (m *metrics) watch(view func() ([]capacity.TierSpec, capacity.Sources)) {
+	m.registry.MustRegister(capacity.NewLiveCollector(view))
+}
+
+// watchPending registers the pressure cache's pending-refresh gauge, once: at startup when a tier
+// uses the capacity strategy, else when a reload creates the cache.
+func (m *metrics) watchPending(cache *scrape.Cache) {
+	m.pendingOnce.Do(func() {
 		m.registry.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "anvil_router_pressure_refreshes_pending",
 			Help: "Pressure refreshes queued or running (at most the capacity members)."},
 			func() float64 { return float64(cache.Pending()) }))
+	})
+}
+
+// reloaded records one reload attempt at now (result "" is the startup load: nothing counted).
+func (m *metrics) reloaded(result string, now time.Time) {
+	if result != "" {
+		m.reloads.WithLabelValues(result).Inc()
 	}
+	if result == "refused" {
+		m.reloadOK.Set(0)
+		return
+	}
+	m.reloadOK.Set(1)
+	m.reloadOKAt.Set(float64(now.UnixNano()) / 1e9)
 }
 
 // finished records one finished request from its decision record: the record is the one outcome

@@ -50,13 +50,13 @@ func bearer(c *gin.Context) (string, bool) {
 // token itself before it reads anything.
 // A refusal is logged at info with the request ID and the matched route pattern, never the token, the
 // path the caller wrote or the body.
+//
+// The tokens are the request's generation's: a reload that rotates them refuses the old ones for
+// every request that arrives after the swap.
 func (s *Server) authenticate() gin.HandlerFunc {
-	callers := s.cfg.CallerTokens()
-	var admin []config.Secret
-	if t := s.cfg.AdminToken(); !t.IsZero() {
-		admin = []config.Secret{t}
-	}
 	return func(c *gin.Context) {
+		g := s.genOf(c)
+		callers, admin := g.callers, g.admin
 		secrets, refusal, scope := []config.Secret(nil), errUnauthenticated, ""
 		switch p := c.Request.URL.Path; {
 		case s.page.Public(p):

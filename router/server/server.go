@@ -16,6 +16,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"crypto/tls"
+
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/admission"
@@ -34,21 +36,22 @@ import (
 )
 
 // Server is one router instance. Create it with New, run it with Serve (or Start and Handler), stop
-// it with Close.
+// it with Close. Its configuration is the generation in force (generation.go), replaced as a whole
+// by Reload.
 type Server struct {
-	cfg       config.Config
 	opts      Options
 	log       *slog.Logger
-	router    *routing.Router
+	gen       atomic.Pointer[generation] // the configuration in force
+	reloads   reloadState
+	client    *http.Client // the startup transport: readiness probes and pressure scrapes
 	prober    *readiness.Prober
-	pressure  *scrape.Cache // nil when no tier uses the capacity strategy: no telemetry goroutines at all
-	relay     *relay.Relay
+	pressure  atomic.Pointer[scrape.Cache] // nil until a tier uses the capacity strategy: no telemetry goroutines at all
+	cert      atomic.Pointer[tls.Certificate]
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	metrics   *metrics
-	plan      []capacity.TierSpec // the configuration's tiers, as the views check them
-	sources   capacity.Sources    // the runtime owners the views read: admission, pressure, readiness, decisions
-	intent    *intent.Store       // nil without intent_file: quiesce intent lives in memory only
+	view      func(capacity.Sources) capacity.Sources // test seam over every generation's sources
+	intent    *intent.Store                           // nil without intent_file: quiesce intent lives in memory only
 	engine    *gin.Engine
 	page      *statuspage.Page // the operator status page's embedded files, served without a token
 	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
@@ -56,6 +59,10 @@ type Server struct {
 	started   time.Time
 	probed    atomic.Bool    // the first readiness round has completed
 	inflight  sync.WaitGroup // handlers still running
+
+	workers    context.Context // background work (probes of added members) ends with it
+	stopWork   context.CancelFunc
+	background sync.WaitGroup
 }
 
 // Options are the non-config dependencies of a Server.
@@ -74,6 +81,19 @@ type Options struct {
 	// IntentFS is the file system of intent_file; nil is the operating system's. Tests inject
 	// failures through it.
 	IntentFS intent.FS
+	// ConfigPath is the config file the server was started from ("" when none): GET
+	// /admin/v1/config shows it.
+	ConfigPath string
+	// ConfigDigest is the sha256 hex of the file bytes the startup config was parsed from ("" when
+	// none). A reload of a file with the same digest is "unchanged"; decision records carry its first
+	// 16 hex digits.
+	ConfigDigest string
+	// Load rereads and validates the config file for ReloadFile (SIGHUP, POST
+	// /admin/v1/config/reload). nil: those reloads are refused, there is no file to read.
+	Load LoadFunc
+	// Diff is the reload hook that lists a reload's changes and refuses the ones that need a restart
+	// (see DiffFunc). nil: no list, and only this package's own restart-required checks.
+	Diff DiffFunc
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -91,48 +111,55 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	}
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
-	s := &Server{cfg: cfg, opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), plan: capacity.Plan(cfg),
+	s := &Server{opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), client: client, view: view,
 		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
+	s.workers, s.stopWork = context.WithCancel(context.Background())
 	s.started = s.now()
+	cert, err := loadCertificate(cfg.TLS())
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.cert.Store(cert)
 	// Passed probes end passive health's failure streaks and half-open ejections; the router exists
 	// before the first probe runs (Start or Serve).
 	s.prober = readiness.NewProber(client, targets(cfg), cfg.Readiness().Interval, cfg.Readiness().Timeout,
-		readiness.WithPassed(func(tier, member string) { s.router.ProbePassed(tier, member, s.now()) }))
-	var err error
+		readiness.WithPassed(func(tier, member string) { s.current().router.ProbePassed(tier, member, s.now()) }))
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
-		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{Observe: s.metrics.scraped}); err != nil {
+		c, err := scrape.NewCache(specs, client, scrape.Options{Observe: s.metrics.scraped})
+		if err != nil {
 			return nil, fmt.Errorf("server: pressure cache: %w", err)
 		}
-		source = s.pressure
+		s.pressure.Store(c)
+		source = c
 	}
 	alarm := newSinkAlarm(log, sinkSummaryEvery)
 	if s.decisions, s.sinkFile, err = openDecisions(cfg, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
 		s.closePressure()
 		return nil, err
 	}
-	if s.router, err = routing.New(cfg, s.prober.State(), source, s.decisions, routing.WithHealthEvents(s.healthEvent)); err != nil {
+	router, err := routing.New(cfg, s.prober.State(), source, s.decisions, routing.WithHealthEvents(s.healthEvent),
+		routing.WithDigest(opts.ConfigDigest), routing.WithFollowers(readinessFollower{s}, pressureFollower{s}))
+	if err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	if err := s.restoreIntent(opts.IntentFS); err != nil {
+	s.gen.Store(s.newGeneration(cfg, opts.ConfigDigest, router, client, nil))
+	if err := s.restoreIntent(cfg, opts.IntentFS); err != nil {
 		_ = s.Close()
 		return nil, err
 	}
-	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
-		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
-	s.sources = capacity.Sources{Admission: s.router.Admission(), Health: healthNow{s.router, s.now},
-		Readiness: s.prober.State(), Decisions: s.decisions}
-	if s.pressure != nil { // a nil *Cache in the interface would not read as "no cache"
-		s.sources.Pressure, s.sources.SampleAges = s.pressure, s.pressure
+	s.metrics.watch(func() ([]capacity.TierSpec, capacity.Sources) {
+		g := s.current()
+		return g.plan, g.sources
+	})
+	if c := s.pressure.Load(); c != nil {
+		s.metrics.watchPending(c)
 	}
-	if view != nil {
-		s.sources = view(s.sources)
-	}
-	s.metrics.watch(s.plan, s.sources, s.pressure)
+	s.metrics.reloaded("", s.started) // startup is the first successful load
 	s.page = statuspage.New()
 	s.engine = s.routes()
 	return s, nil
@@ -142,8 +169,8 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 // names with its recorded reason, logs the valid entries it ignores, and only then enables
 // persistence and checks that the file's directory takes a write. A malformed file refuses
 // startup and is left as it is.
-func (s *Server) restoreIntent(fsys intent.FS) error {
-	path := s.cfg.IntentFile()
+func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
+	path := cfg.IntentFile()
 	if path == "" {
 		return nil
 	}
@@ -154,7 +181,7 @@ func (s *Server) restoreIntent(fsys intent.FS) error {
 	if err != nil {
 		return fmt.Errorf("server: %w", err)
 	}
-	restored, err := intent.Restore(s.router.Admission(), doc)
+	restored, err := intent.Restore(s.current().router.Admission(), doc)
 	if err != nil {
 		return fmt.Errorf("server: restoring intent: %w", err)
 	}
@@ -199,18 +226,19 @@ func targets(cfg config.Config) []readiness.Target {
 }
 
 func (s *Server) closePressure() {
-	if s.pressure != nil {
-		s.pressure.Close()
+	if c := s.pressure.Load(); c != nil {
+		c.Close()
 	}
 }
 
 // PressureRefreshed returns a channel closed when the pressure cache next completes a refresh, or nil
 // when there is no cache (no capacity tier): for tests and surfaces that follow telemetry by events.
 func (s *Server) PressureRefreshed() <-chan struct{} {
-	if s.pressure == nil {
+	c := s.pressure.Load()
+	if c == nil {
 		return nil
 	}
-	return s.pressure.Refreshed()
+	return c.Refreshed()
 }
 
 // healthEvent writes one log line per passive-health transition: an ejection (warn), a recovery and
@@ -231,10 +259,11 @@ func (s *Server) healthEvent(ev health.Event) {
 // Pressure reads the cached pressure of a capacity tier without scheduling collection, for operator
 // surfaces and tests.
 func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
-	if s.pressure == nil {
+	c := s.pressure.Load()
+	if c == nil {
 		return nil, pressure.ErrUnknownTier
 	}
-	return s.pressure.Peek(tier)
+	return c.Peek(tier)
 }
 
 // openDecisions builds the decision log the config describes, with its append-only JSONL file behind
@@ -271,7 +300,7 @@ func (s *Server) routes() *gin.Engine {
 	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false
 	// Authentication is global middleware: gin runs it before a route's handlers and before the 404
 	// and 405 answers alike, so an unauthenticated caller learns nothing about which routes exist.
-	e.Use(s.track, s.recoverPanics, withRequestID, s.authenticate())
+	e.Use(s.arrive, s.track, s.recoverPanics, withRequestID, s.authenticate())
 	e.NoRoute(func(c *gin.Context) {
 		s.log.Info("no such route", "request_id", requestID(c), "method", c.Request.Method, "status", http.StatusNotFound)
 		abort(c, errNotFound)
@@ -316,6 +345,8 @@ func (s *Server) routes() *gin.Engine {
 	a.GET("/decisions", s.recentDecisions)
 	a.GET("/decisions/summary", s.decisionSummary)
 	a.POST("/transition", s.transition)
+	a.GET("/config", s.configEndpoint)
+	a.POST("/config/reload", s.reloadEndpoint)
 	return e
 }
 
@@ -355,8 +386,12 @@ func (h healthNow) Health(tier string) ([]health.MemberHealth, error) {
 	return h.router.Health(tier, h.now())
 }
 
-// Admission returns the admission set.
-func (s *Server) Admission() *admission.Set { return s.router.Admission() }
+// Admission returns the admission set of the generation in force.
+func (s *Server) Admission() *admission.Set { return s.current().router.Admission() }
+
+// Generation returns the number of the configuration generation in force: 1 at startup, one more
+// per applied reload.
+func (s *Server) Generation() uint64 { return s.current().number }
 
 // ProbeNow runs one readiness round synchronously and marks the server probed. Serve calls it before
 // accepting traffic, so the first requests see completed readiness instead of "unprobed".
@@ -403,21 +438,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return base }}
 	served := make(chan error, 1)
+	useTLS := s.cert.Load() != nil
 	go func() {
-		if tls := s.cfg.TLS(); tls.Enabled() {
-			served <- srv.ServeTLS(ln, tls.CertFile, tls.KeyFile)
+		if useTLS {
+			// The certificate in force, re-read by every reload, answers each handshake.
+			srv.TLSConfig = &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12}
+			served <- srv.ServeTLS(ln, "", "")
 		} else {
 			served <- srv.Serve(ln)
 		}
 	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "tls", s.cfg.TLS().Enabled())
+	s.log.Info("serving", "addr", ln.Addr().String(), "tls", useTLS)
 	stopMetrics := s.serveMetrics(ctx, mln)
 
 	select {
 	case err = <-served:
 		_ = srv.Close() // the listener failed: drop what is left, then wind down like a shutdown
 	case <-ctx.Done():
-		grace, cancel := context.WithTimeout(context.Background(), s.cfg.ShutdownGrace())
+		grace, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
 		err = srv.Shutdown(grace)
 		cancel()
 		if errors.Is(err, context.DeadlineExceeded) {
@@ -458,7 +496,7 @@ func (s *Server) metricsListener() (net.Listener, error) {
 	if s.opts.MetricsListener != nil {
 		return s.opts.MetricsListener, nil
 	}
-	addr := s.cfg.Metrics().Listen
+	addr := s.current().cfg.Metrics().Listen
 	if addr == "" {
 		return nil, nil
 	}
@@ -536,6 +574,8 @@ func (s *Server) track(c *gin.Context) {
 // Close stops the pressure workers, writes out and closes the decision log's file. It is safe to call
 // more than once.
 func (s *Server) Close() error {
+	s.stopWork()
+	s.background.Wait()
 	s.closePressure()
 	err := s.decisions.Close()
 	if s.sinkFile != nil {

@@ -1,0 +1,144 @@
+package server
+
+import (
+	"crypto/tls"
+	"fmt"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/anvil-llm/anvil/router/capacity"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/pressure/scrape"
+	"github.com/anvil-llm/anvil/router/readiness"
+	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/routing"
+)
+
+// generation is everything a request reads from the configuration, built and validated completely
+// before it is published and never changed after: the config, the walk (routing.Router, itself one
+// generation over the state that outlives it), the relay's bounds, the views' plan and sources, and
+// the tokens. The server holds the one in force in an atomic pointer; every request takes it once,
+// on arrival (arrive), and keeps it to the end, unless its admission raced a reload (then it moves
+// to the generation in force before it is admitted: see admit).
+type generation struct {
+	number   uint64
+	cfg      config.Config
+	digest   string // sha256 hex of the config file; "" when none
+	router   *routing.Router
+	relay    *relay.Relay
+	client   *http.Client // the relay's: a new one only when upstream.connect_timeout changes
+	plan     []capacity.TierSpec
+	sources  capacity.Sources
+	callers  []config.Secret
+	admin    []config.Secret
+	loadedAt time.Time
+
+	done chan struct{}              // closed when the next generation is in force
+	next atomic.Pointer[generation] // set before done is closed
+}
+
+// newGeneration wraps a routing generation with the server's parts for cfg. cache is the pressure
+// cache the generation will read when it is not the server's yet (a reload that creates it), else nil.
+func (s *Server) newGeneration(cfg config.Config, digest string, router *routing.Router, client *http.Client, cache *scrape.Cache) *generation {
+	up := cfg.Upstream()
+	g := &generation{number: router.Generation(), cfg: cfg, digest: digest, router: router, client: client,
+		relay: relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
+			FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout}),
+		plan: capacity.Plan(cfg), callers: cfg.CallerTokens(), loadedAt: s.now(), done: make(chan struct{})}
+	if t := cfg.AdminToken(); !t.IsZero() {
+		g.admin = []config.Secret{t}
+	}
+	g.sources = capacity.Sources{Admission: router.Admission(), Health: healthNow{router, s.now},
+		Readiness: s.prober.State(), Decisions: s.decisions}
+	if cache == nil {
+		cache = s.pressure.Load()
+	}
+	if cache != nil { // a nil *Cache in the interface would not read as "no cache"
+		g.sources.Pressure, g.sources.SampleAges = cache, cache
+	}
+	if s.view != nil {
+		g.sources = s.view(g.sources)
+	}
+	return g
+}
+
+// current is the generation in force.
+func (s *Server) current() *generation { return s.gen.Load() }
+
+const ctxGeneration = "anvil.generation"
+
+// arrive is the first middleware: the request takes the generation in force, once.
+func (s *Server) arrive(c *gin.Context) {
+	c.Set(ctxGeneration, s.current())
+	c.Next()
+}
+
+// genOf is the generation the request took on arrival.
+func (s *Server) genOf(c *gin.Context) *generation {
+	if v, ok := c.Get(ctxGeneration); ok {
+		return v.(*generation)
+	}
+	return s.current()
+}
+
+// readinessFollower keeps the prober's targets on the generation in force: a member whose tier,
+// ID, endpoint and served model stay keeps its verdict; a new one is unready until probed, and is
+// probed at once.
+type readinessFollower struct{ s *Server }
+
+func (f readinessFollower) Stage(cfg config.Config) (func(), error) {
+	ts, rd := targets(cfg), cfg.Readiness()
+	return func() {
+		fresh := f.s.prober.Retarget(ts, rd.Interval, rd.Timeout)
+		f.s.probeSoon(fresh)
+	}, nil
+}
+
+// pressureFollower keeps the pressure cache's capacity tiers on the generation in force (see
+// scrape.Cache.Stage). Without a cache it stages nothing: a reload that adds the first capacity tier
+// creates the cache with that tier's members (Reload).
+type pressureFollower struct{ s *Server }
+
+func (f pressureFollower) Stage(cfg config.Config) (func(), error) {
+	c := f.s.pressure.Load()
+	if c == nil {
+		return func() {}, nil
+	}
+	commit, err := c.Stage(routing.PressureSpecs(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("pressure cache: %w", err)
+	}
+	return commit, nil
+}
+
+// probeSoon probes members a reload added, in the background, so they admit as soon as their
+// served-model readiness passes instead of at the next round.
+func (s *Server) probeSoon(targets []readiness.Target) {
+	if len(targets) == 0 || !s.probed.Load() {
+		return // before the first round (startup), that round probes them
+	}
+	s.background.Go(func() {
+		s.prober.ProbeTargets(s.workers, targets)
+	})
+}
+
+// loadCertificate reads the configured TLS certificate and key (nil when TLS is off).
+func loadCertificate(t config.TLS) (*tls.Certificate, error) {
+	if !t.Enabled() {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
+	}
+	return &cert, nil
+}
+
+// certificate serves the certificate in force: a reload re-reads the files, and new handshakes get
+// the new pair.
+func (s *Server) certificate(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	return s.cert.Load(), nil
+}
