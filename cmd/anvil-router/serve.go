@@ -103,7 +103,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
 	srv, err := server.New(cfg, server.Options{Logger: log, ConfigPath: f.config, ConfigDigest: loaded.Digest,
-		Load: sourceLoader(src), Diff: configDiff})
+		Load: sourceLoader(src), Diff: server.ConfigDiff})
 	if errors.Is(err, intent.ErrInvalid) {
 		return usageError{err} // a malformed intent file is refused like a malformed config
 	}
@@ -136,27 +136,6 @@ func sourceLoader(src *load.Source) server.LoadFunc {
 		return l.Config, l.Digest, err
 	}
 }
-
-// configDiff is the reload hook: a change that needs a restart refuses the file whole, naming the
-// key; otherwise the reload answers and records config.Diff's lines.
-func configDiff(running, next config.Config) ([]string, error) {
-	if err := config.RestartRequired(running, next); err != nil {
-		return nil, restartRequired{err}
-	}
-	changes := config.Diff(running, next)
-	out := make([]string, len(changes))
-	for i, c := range changes {
-		out[i] = c.String()
-	}
-	return out, nil
-}
-
-// restartRequired is config.RestartRequired's *config.Error (its text: "config: KEY: restart
-// required") wrapping server.ErrRestartRequired too, as the DiffFunc contract asks.
-type restartRequired struct{ err error }
-
-func (e restartRequired) Error() string   { return e.err.Error() }
-func (e restartRequired) Unwrap() []error { return []error{e.err, server.ErrRestartRequired} }
 
 // watchFile runs serve --watch: it polls src's fingerprint every interval, starting from the one
 // start-up loaded, and reloads (the same reload as SIGHUP) once a change has settled. It returns the

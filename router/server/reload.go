@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -78,7 +79,7 @@ var errNoConfigFile = errors.New("the router was not started from a config file"
 
 func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest string) (manage.ReloadResponse, error) {
 	cur := s.current()
-	if digest != "" && digest == cur.digest {
+	if digest != "" && digest == cur.digest && s.sameFiles(cur.cfg, cfg) {
 		s.recordReload(manage.ReloadUnchanged, nil, nil)
 		return manage.ReloadResponse{Result: manage.ReloadUnchanged, Digest: digest, Generation: cur.number,
 			Changes: []string{}}, nil
@@ -98,6 +99,23 @@ func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest str
 	s.log.Info("config reloaded", "generation", next.number, "digest", shortDigest(digest), "changes", len(changes))
 	return manage.ReloadResponse{Result: manage.ReloadApplied, Digest: digest, Generation: next.number,
 		Changes: changes}, nil
+}
+
+// sameFiles reports whether the files a config names hold what the running generation loaded:
+// the config file's digest alone cannot tell that a token file or the certificate was rotated under
+// it, and such a reload must apply (serve --watch polls those files for exactly that).
+func (s *Server) sameFiles(running, next config.Config) bool {
+	if s.opts.Diff != nil {
+		if changes, err := s.opts.Diff(running, next); err != nil || len(changes) > 0 {
+			return false
+		}
+	}
+	if !next.TLS().Enabled() {
+		return true
+	}
+	cert, err := loadCertificate(next.TLS())
+	cur := s.cert.Load()
+	return err == nil && cur != nil && slices.EqualFunc(cert.Certificate, cur.Certificate, bytes.Equal)
 }
 
 // prepare builds and validates the next generation without changing anything; commit applies the
