@@ -1,6 +1,7 @@
 // Command anvil-router is Anvil's production router: serve OpenAI traffic over direct and replica
 // tiers, check a config, summarize captured decision logs, report its version, and the operator
-// verbs (transition-status, quiesce, drain, readmit) and MCP tool server that drive a running router.
+// verbs (transition-status, quiesce, drain, readmit, reload) and MCP tool server that drive a running
+// router.
 package main
 
 import (
@@ -62,6 +63,7 @@ func newRoot(con console) *cobra.Command {
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newServe(), newConfigCmd(), newDecisionsCmd(), newVersion(), newMCPCmd(con))
 	root.AddCommand(newTransitionCmds(con)...)
+	root.AddCommand(newReloadCmd(con))
 	root.AddCommand(newManifestCmd(func() *cobra.Command { return newRoot(con) }))
 	usageArgs(root)
 	return root

@@ -34,22 +34,23 @@ func buildRouter(t *testing.T) string {
 
 // process is one running anvil-router serve.
 type process struct {
-	cmd  *exec.Cmd
-	url  string
-	done chan error
+	cmd   *exec.Cmd
+	url   string
+	done  chan error
+	lines chan string // every log line, for tests that wait on one; full, lines are dropped
 }
 
 var servingAddr = regexp.MustCompile(`msg=serving addr=(\S+)`)
 
-// serveBinary starts `anvil-router serve --config cfg` and waits for its "serving" line.
-func serveBinary(t *testing.T, bin, cfg string) *process {
+// serveBinary starts `anvil-router serve --config cfg [args]` and waits for its "serving" line.
+func serveBinary(t *testing.T, bin, cfg string, args ...string) *process {
 	t.Helper()
-	cmd := exec.Command(bin, "serve", "--config", cfg)
+	cmd := exec.Command(bin, append([]string{"serve", "--config", cfg}, args...)...)
 	cmd.Env = append(os.Environ(), config.EnvAPIToken+"="+routerrig.CallerToken, config.EnvAdminToken+"="+routerrig.AdminToken)
 	stderr, err := cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, cmd.Start())
-	p := &process{cmd: cmd, done: make(chan error, 1)}
+	p := &process{cmd: cmd, done: make(chan error, 1), lines: make(chan string, 4096)}
 	addr := make(chan string, 1)
 	var logs strings.Builder
 	scanned := make(chan struct{})
@@ -58,6 +59,10 @@ func serveBinary(t *testing.T, bin, cfg string) *process {
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			logs.WriteString(sc.Text() + "\n")
+			select {
+			case p.lines <- sc.Text():
+			default:
+			}
 			if m := servingAddr.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
@@ -141,6 +146,8 @@ func TestRealBinary(t *testing.T) {
 	bin := buildRouter(t)
 	t.Run("restart keeps intent", func(t *testing.T) { testRestartKeepsIntent(t, bin) })
 	t.Run("mcp over stdio", func(t *testing.T) { testMCPOverStdio(t, bin) })
+	t.Run("reload command and SIGHUP", func(t *testing.T) { testReloadCommand(t, bin) })
+	t.Run("serve --watch", func(t *testing.T) { testServeWatch(t, bin) })
 }
 
 // Member intent survives a restart of the real binary while tier intent that was readmitted does
