@@ -28,7 +28,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
+	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/server"
 	"github.com/anvil-llm/anvil/router/statuspage"
 )
@@ -62,6 +64,7 @@ type pageRouter struct {
 	http   *httptest.Server
 	kick   chan struct{}
 	loadOn atomic.Bool
+	path   string // the config file, reloaded through a load.Source as serve does
 
 	mu   sync.Mutex
 	seen []seenRequest
@@ -74,13 +77,20 @@ type seenRequest struct {
 
 func startPageRouter(t *testing.T, yaml string) *pageRouter {
 	t.Helper()
-	cfg, err := load.Parse([]byte(yaml), env)
+	path := filepath.Join(t.TempDir(), "router.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yaml), 0o600))
+	src := load.NewSource(path, env)
+	loaded, err := src.Load(t.Context())
 	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
+	srv, err := server.New(loaded.Config, server.Options{ConfigPath: path, ConfigDigest: loaded.Digest, Diff: server.ConfigDiff,
+		Load: func(ctx context.Context) (config.Config, string, error) {
+			l, err := src.Load(ctx)
+			return l.Config, l.Digest, err
+		}})
 	require.NoError(t, err)
 	srv.Start()
 	srv.ProbeNow(t.Context())
-	pr := &pageRouter{srv: srv, kick: make(chan struct{}, 1)}
+	pr := &pageRouter{srv: srv, kick: make(chan struct{}, 1), path: path}
 	h := srv.Handler()
 	pr.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		token, _ := strings.CutPrefix(req.Header.Get("Authorization"), "Bearer ")
@@ -101,6 +111,22 @@ func startPageRouter(t *testing.T, yaml string) *pageRouter {
 		_ = srv.Close()
 	})
 	return pr
+}
+
+// reload replaces the config file with yaml (atomically) and reloads it, returning the status.
+func (pr *pageRouter) reload(t *testing.T, yaml string) int {
+	t.Helper()
+	tmp := pr.path + ".tmp"
+	require.NoError(t, os.WriteFile(tmp, []byte(yaml), 0o600))
+	require.NoError(t, os.Rename(tmp, pr.path))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, pr.http.URL+manage.ReloadPath, strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+adminToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
 }
 
 func (pr *pageRouter) requests() []seenRequest {
@@ -581,6 +607,36 @@ func TestStatusPageInABrowser(t *testing.T) {
 			memberRow("replicas", "m01")+` td[data-field="state"]`)))
 	})
 
+	step("the config panel, and a refused reload's banner until a reload succeeds", func(t *testing.T) {
+		yaml := mixedYAML(direct, rr, pool)
+		banner := `document.getElementById("reload-refused")`
+		settle(t)
+		assert.Equal(t, pr.path, text(t, "#config-source"))
+		assert.Equal(t, digestOf(t, pr.path)[:12]+"…", text(t, "#config-digest"))
+		assert.Equal(t, digestOf(t, pr.path), eval(t, `document.getElementById("config-digest").title`))
+		assert.Equal(t, "1", text(t, "#config-generation"))
+		assert.Equal(t, "none since start", text(t, "#config-last"))
+		assert.Equal(t, "true", eval(t, "String("+banner+".hidden)"))
+
+		require.Equal(t, http.StatusUnprocessableEntity, pr.reload(t, yaml+"bogus_key: 1\n"))
+		run(t, chromedp.Poll[chromedp.Void](`!`+banner+`.hidden && `+banner+`.textContent.includes("bogus_key")`))
+		assert.Contains(t, text(t, "#reload-refused"), "was refused: config: bogus_key: unknown key")
+		assert.Contains(t, text(t, "#reload-refused"), "The running configuration (generation 1) keeps serving.")
+		assert.Contains(t, text(t, "#config-last"), "refused")
+
+		require.Equal(t, http.StatusUnprocessableEntity, pr.reload(t, "log:\n  level: debug\n"+yaml))
+		run(t, chromedp.Poll[chromedp.Void](banner+`.textContent.includes("log.level: restart required")`))
+		assert.NotContains(t, text(t, "#reload-refused"), "bogus_key", "the newer refusal replaced the older")
+		assert.Equal(t, "1", text(t, "#config-generation"))
+
+		require.Equal(t, http.StatusOK, pr.reload(t, strings.Replace(yaml, "shutdown_grace: 5s", "shutdown_grace: 6s", 1)))
+		run(t, chromedp.Poll[chromedp.Void](banner+`.hidden`))
+		assert.Equal(t, "2", text(t, "#config-generation"))
+		assert.Contains(t, text(t, "#config-last"), "applied")
+		assert.Equal(t, "shutdown_grace: 5s -> 6s", text(t, "#config-changes"))
+		assert.Equal(t, digestOf(t, pr.path)[:12]+"…", text(t, "#config-digest"))
+	})
+
 	step("the page's arithmetic", func(t *testing.T) {
 		tests := []struct{ expr, want string }{
 			// Prometheus' histogram_quantile: interpolation inside the bucket, the highest finite bound
@@ -636,6 +692,15 @@ func TestStatusPageInABrowser(t *testing.T) {
 		recJSON, err := json.Marshal(records)
 		require.NoError(t, err)
 		run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf("window.anvilStatus.render(%s, null, null, %s)", docJSON, recJSON)))
+		status, err := json.Marshal(map[string]any{"digest": evil, "source": evil, "generation": 3, "loaded_at": evil,
+			"last_reload": map[string]any{"time": evil, "result": "refused", "changes": []string{evil}, "error": evil}})
+		require.NoError(t, err)
+		run(t, chromedp.Evaluate[chromedp.Void](fmt.Sprintf("window.anvilStatus.renderConfig(%s)", status)))
+		assert.Equal(t, "0", eval(t, `String(document.querySelectorAll("#config img, #config script, #reload-refused img, #reload-refused script").length)`),
+			"no element was made from the config status either")
+		assert.Equal(t, evil, text(t, "#config-source"))
+		assert.Equal(t, evil, text(t, "#config-changes"))
+		assert.Contains(t, text(t, "#reload-refused"), evil)
 		assert.Equal(t, "0", eval(t, `String(document.querySelectorAll("#tiers img, #tiers script, #decisions img, #decisions script").length)`),
 			"no element was made from router text")
 		assert.Equal(t, "undefined", eval(t, "String(window.__injected)"))

@@ -3,7 +3,8 @@
 // Everything shown comes from the router's existing admin endpoints, read with the operator's admin
 // token: GET /admin/v1/capacity (tiers, members, states, ceilings, telemetry, passive health),
 // GET /metrics (request counters and histograms, refusals, the pressure sample's age) and
-// GET /admin/v1/decisions?format=json (the decision ring). Rates "over the last minute" are the
+// GET /admin/v1/decisions?format=json (the decision ring), and GET /admin/v1/config (the
+// configuration in force and the last reload attempt). Rates "over the last minute" are the
 // difference between this page's own successive reads of the /metrics counters, over at most the last
 // 60 seconds of reads: the router keeps no history for the page.
 //
@@ -18,6 +19,7 @@
   const DECISIONS_READ = 200; // records read from the ring: enough to find each member's last outcome
   const DECISIONS_SHOWN = 25;
   const QUIESCE_REASON = "status-page";
+  const CHANGES_SHOWN = 20; // change lines of the last reload shown in the Config panel
 
   // ---------------------------------------------------------------------------------------------
   // Pure helpers: parsing and arithmetic. Exposed on window.anvilStatus for the browser tests.
@@ -212,6 +214,11 @@
   function fmtAge(s) {
     if (s === null || s === undefined || !Number.isFinite(s)) return "";
     return s < 10 ? s.toFixed(1) + " s" : Math.round(s) + " s";
+  }
+
+  function fmtDateTime(iso) {
+    const m = /^(\d{4}-\d\d-\d\d)T(\d\d:\d\d:\d\d)/.exec(String(iso));
+    return m ? m[1] + " " + m[2] + " UTC" : String(iso);
   }
 
   function fmtTime(iso) {
@@ -448,6 +455,43 @@
     }
   }
 
+  // renderConfig fills the Config panel from GET /admin/v1/config and shows the red banner while
+  // the last reload attempt was refused: a newer refusal replaces its text, a success clears it.
+  function renderConfig(st) {
+    const c = st || {};
+    const digest = String(c.digest || "");
+    setCell(document.getElementById("config-source"), c.source ? String(c.source) : "none (not started from a file)");
+    const d = document.getElementById("config-digest");
+    setCell(d, digest ? digest.slice(0, 12) + "…" : "—");
+    d.title = digest; // the whole digest on hover, to compare with sha256sum
+    setCell(document.getElementById("config-generation"), fmtInt(c.generation));
+    setCell(document.getElementById("config-loaded"), c.loaded_at ? fmtDateTime(c.loaded_at) : "—");
+    const last = c.last_reload;
+    setCell(document.getElementById("config-last"), last
+      ? [badge(last.result === "refused" ? "bad" : "ok", String(last.result), "reload"), document.createTextNode(fmtDateTime(last.time))]
+      : "none since start");
+    const changes = Array.isArray(last && last.changes) ? last.changes : [];
+    document.getElementById("config-changes").replaceChildren(...changes.slice(0, CHANGES_SHOWN).map((ch) => el("li", "", String(ch))),
+      ...(changes.length > CHANGES_SHOWN ? [el("li", "muted", "and " + (changes.length - CHANGES_SHOWN) + " more")] : []));
+    const banner = document.getElementById("reload-refused");
+    const refused = last && last.result === "refused";
+    banner.textContent = refused
+      ? "The last config reload (" + fmtDateTime(last.time) + ") was refused: " + String(last.error || "no reason given") +
+        ". The running configuration (generation " + fmtInt(c.generation) + ") keeps serving."
+      : "";
+    banner.hidden = !refused;
+  }
+
+  function clearConfig() {
+    for (const id of ["config-source", "config-digest", "config-generation", "config-loaded", "config-last", "config-changes"]) {
+      document.getElementById(id).replaceChildren();
+    }
+    document.getElementById("config-digest").title = "";
+    const banner = document.getElementById("reload-refused");
+    banner.textContent = "";
+    banner.hidden = true;
+  }
+
   function renderDecisions(records) {
     const body = document.querySelector("#decisions tbody");
     const rows = [];
@@ -517,12 +561,13 @@
   }
 
   async function read() {
-    const [capacity, metrics, decisions] = await Promise.all([
+    const [capacity, metrics, decisions, config] = await Promise.all([
       call("GET", "/admin/v1/capacity"),
       call("GET", "/metrics", undefined, "text/plain;version=0.0.4"),
       call("GET", "/admin/v1/decisions?format=json&n=" + DECISIONS_READ),
+      call("GET", "/admin/v1/config"),
     ]);
-    return { capacity: JSON.parse(capacity), metrics: metrics, decisions: JSON.parse(decisions), t: Date.now() };
+    return { capacity: JSON.parse(capacity), metrics: metrics, decisions: JSON.parse(decisions), config: JSON.parse(config), t: Date.now() };
   }
 
   async function refresh() {
@@ -538,6 +583,7 @@
       history.push(snap);
       history = history.filter((s) => snap.t - s.t <= WINDOW_MS);
       render(got.capacity, snap, history.length > 1 ? history[0] : null, got.decisions);
+      renderConfig(got.config);
       showError("");
       document.getElementById("updated").textContent = "Updated " + new Date(got.t).toLocaleTimeString() + " · every " + REFRESH_MS / 1000 + " s while visible";
       rendered++;
@@ -604,6 +650,7 @@
     for (const card of cards.values()) card.root.remove();
     cards.clear();
     document.querySelector("#decisions tbody").replaceChildren();
+    clearConfig();
     document.getElementById("updated").textContent = "";
     document.getElementById("result").hidden = true;
     showError("");
@@ -746,6 +793,7 @@
     decidedBy: decidedBy,
     freshnessOf: freshnessOf,
     render: render,
+    renderConfig: renderConfig,
     rendered: () => rendered,
     idle: () => !refreshing && timer === null, // no read running and none scheduled
     lastRead: () => lastRead,
