@@ -201,6 +201,15 @@ func rules() []importRule {
 				return under(rel, "cmd") && rel != "cmd/anvil-router" && rel != "cmd/anvil-fakevllm"
 			},
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "fakevllm") }},
+		{why: "internal/cli is the commands' plumbing: the standard library and cobra (with its pflag) only",
+			subjects: []string{"internal/cli"}, applies: exact("internal/cli"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && !external(dep, "github.com/spf13/cobra") && !external(dep, "github.com/spf13/pflag")
+			}},
+		{why: "only the commands import internal/cli",
+			subjects: []string{"internal/cli", "cmd/anvil-router"},
+			applies:  func(rel string) bool { return !under(rel, "cmd") && rel != "internal/cli" },
+			forbids:  func(_, dep string) bool { return local(dep) == "internal/cli" }},
 	}
 }
 
@@ -570,6 +579,10 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
 		{"fakevllm depends on the router", "fakevllm/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
+		{"the commands' plumbing depends on the router", "internal/cli",
+			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "internal/cli depends on github.com/anvil-llm/anvil/router/ident"},
+		{"a package imports the commands' plumbing", "bench",
+			`import "github.com/anvil-llm/anvil/internal/cli"; var _ = cli.Code`, "only the commands import internal/cli"},
 	}
 	root, err := os.Getwd()
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // Target names of a comparison.
@@ -29,7 +30,7 @@ func newCompare() *cobra.Command {
 after the other, with the same arrivals, shapes and seed. It reports both with their ratios and
 the router's added latency (routed minus direct) per percentile. --rounds repeats the pair,
 alternating which goes first when --routed-first is not given, and pools each target's rounds.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := lf.plan(cmd.Flags())
 			if err != nil {
@@ -39,7 +40,7 @@ alternating which goes first when --routed-first is not given, and pools each ta
 				return err
 			}
 			if rounds < 1 || rounds > bench.MaxRounds {
-				return usagef("--rounds must be from 1 to %d", bench.MaxRounds)
+				return cli.Usagef("--rounds must be from 1 to %d", bench.MaxRounds)
 			}
 			dt, err := direct.target(targetDirect, "member", "direct-model")
 			if err != nil {

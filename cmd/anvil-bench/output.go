@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // outputs are the files a run writes besides the terminal table.
@@ -36,14 +36,14 @@ func (o *outputs) register(fl *pflag.FlagSet, withRaw bool) {
 // check refuses bad output flags before anything is sent.
 func (o *outputs) check() error {
 	if o.plotFormat != bench.FormatPNG && o.plotFormat != bench.FormatSVG {
-		return usagef("--plot-format must be png or svg")
+		return cli.Usagef("--plot-format must be png or svg")
 	}
 	for _, f := range []string{o.json, o.markdown, o.raw, o.cpuProfile} {
 		if f == "" {
 			continue
 		}
 		if info, err := os.Stat(filepath.Dir(f)); err != nil || !info.IsDir() {
-			return usagef("the directory of %s does not exist", f)
+			return cli.Usagef("the directory of %s does not exist", f)
 		}
 	}
 	return nil
@@ -116,17 +116,17 @@ func (o *outputs) write(stdout io.Writer, r *report, raw func(io.Writer) error) 
 		return err
 	}
 	if o.json != "" {
-		if err := writeFile(o.json, r.json); err != nil {
+		if err := cli.WriteFile(o.json, r.json); err != nil {
 			return err
 		}
 	}
 	if o.markdown != "" {
-		if err := writeFile(o.markdown, r.markdown); err != nil {
+		if err := cli.WriteFile(o.markdown, r.markdown); err != nil {
 			return err
 		}
 	}
 	if o.raw != "" && raw != nil {
-		if err := writeFile(o.raw, raw); err != nil {
+		if err := cli.WriteFile(o.raw, raw); err != nil {
 			return err
 		}
 	}
@@ -148,29 +148,9 @@ func (o *outputs) writePlots(r *report) error {
 	}
 	for _, f := range figs {
 		path := filepath.Join(o.plots, f.Name+"."+o.plotFormat)
-		if err := writeFile(path, func(w io.Writer) error { return f.WriteTo(w, o.plotFormat) }); err != nil {
+		if err := cli.WriteFile(path, func(w io.Writer) error { return f.WriteTo(w, o.plotFormat) }); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// writeFile writes a file through a buffer and reports the first error, the close's included.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

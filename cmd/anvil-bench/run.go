@@ -3,12 +3,12 @@ package main
 import (
 	"context"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // targetFlags name one target on the command line.
@@ -21,10 +21,10 @@ type targetFlags struct {
 
 func (f *targetFlags) target(name, urlFlag, modelFlag string) (bench.Target, error) {
 	if len(f.urls) == 0 {
-		return bench.Target{}, usagef("--%s is required", urlFlag)
+		return bench.Target{}, cli.Usagef("--%s is required", urlFlag)
 	}
 	if f.model == "" {
-		return bench.Target{}, usagef("--%s is required", modelFlag)
+		return bench.Target{}, cli.Usagef("--%s is required", modelFlag)
 	}
 	tok, err := token(f.tokenFile, f.tokenEnv)
 	if err != nil {
@@ -32,7 +32,7 @@ func (f *targetFlags) target(name, urlFlag, modelFlag string) (bench.Target, err
 	}
 	t := bench.Target{Name: name, URLs: f.urls, Model: f.model, Token: tok}
 	if err := t.Validate(); err != nil {
-		return bench.Target{}, usageError{err}
+		return bench.Target{}, cli.UsageError{Err: err}
 	}
 	return t, nil
 }
@@ -44,7 +44,7 @@ func newRun() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --url URL --model M (--clients N | --rate R | --scenario S) [--requests N | --duration D]",
 		Short: "Send a load to one OpenAI-compatible URL and report vllm bench serve's figures",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := lf.plan(cmd.Flags())
 			if err != nil {
@@ -93,7 +93,7 @@ func newRun() *cobra.Command {
 func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target, round int, stderr io.Writer, noProgress bool) (*bench.RunResult, error) {
 	live := &bench.Live{}
 	var bar *bench.Progress
-	if f, ok := stderr.(*os.File); ok && !noProgress && isTerminal(f) {
+	if !noProgress && cli.IsTerminal(stderr) {
 		total := int64(0)
 		if p.Requests > 0 {
 			total = int64(p.Requests + p.Warmup)
@@ -105,14 +105,9 @@ func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target,
 		bar.Stop()
 	}
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	return res, nil
-}
-
-func isTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // withStop is the run's target info with why it stopped early, if it did.
