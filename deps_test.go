@@ -210,6 +210,10 @@ func rules() []importRule {
 			subjects: []string{"internal/cli", "cmd/anvil-router"},
 			applies:  func(rel string) bool { return !under(rel, "cmd") && rel != "internal/cli" },
 			forbids:  func(_, dep string) bool { return local(dep) == "internal/cli" }},
+		{why: "only anvil-router (serve --demo) imports internal/demo, the demo's fake members, config and driver",
+			subjects: []string{"internal/demo", "cmd/anvil-router"},
+			applies:  func(rel string) bool { return rel != "cmd/anvil-router" },
+			forbids:  func(_, dep string) bool { return local(dep) == "internal/demo" }},
 	}
 }
 
@@ -583,6 +587,8 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "internal/cli depends on github.com/anvil-llm/anvil/router/ident"},
 		{"a package imports the commands' plumbing", "bench",
 			`import "github.com/anvil-llm/anvil/internal/cli"; var _ = cli.Code`, "only the commands import internal/cli"},
+		{"another command holds the demo", "cmd/anvil-sim",
+			`import "github.com/anvil-llm/anvil/internal/demo"; var _ = demo.Token`, "only anvil-router (serve --demo) imports internal/demo"},
 	}
 	root, err := os.Getwd()
 	if err != nil {

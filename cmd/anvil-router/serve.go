@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -111,14 +109,4 @@ func newLogger(w io.Writer, l config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// token returns the environment's value for key, or a fresh random token.
-func token(key string) string {
-	if v, ok := os.LookupEnv(key); ok && v != "" {
-		return v
-	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "anvil-" + hex.EncodeToString(b[:])
 }

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/server"
 )
 
 // driveConcurrency is how many demo clients send at once: enough to keep both members busy so the
@@ -46,7 +45,8 @@ var shots = []shot{
 	{"/v1/audio/speech", "demo-whisper", `"input":"Anvils ring when struck.","voice":"alloy"`, false, "", "", true},
 }
 
-type driveReport struct {
+// Report is what a driven demo did: requests sent and answered whole, per route, and each failure.
+type Report struct {
 	sent, ok int
 	byPath   map[string]int // successful requests per route
 	failures map[string]int
@@ -57,16 +57,16 @@ type driveReport struct {
 // loaded machine a first probe can time out, and the next comes a readiness interval later.
 const readyBound = 30 * time.Second
 
-// drive sends n requests through the router over real HTTP and checks every response end to end. It
-// first waits until /readyz reports every replica member ready, so the requests spread over all the
-// members instead of racing the first probe round.
-func drive(ctx context.Context, base, token string, n int) (driveReport, error) {
+// Drive sends n requests through the router at base over real HTTP and checks every response end
+// to end. It first waits until /readyz reports every replica member ready, so the requests spread
+// over all the members instead of racing the first probe round.
+func Drive(ctx context.Context, base, token string, n int) (Report, error) {
 	client := &http.Client{Timeout: time.Minute}
 	if err := awaitReady(ctx, client, base); err != nil {
-		return driveReport{failures: map[string]int{}}, err
+		return Report{failures: map[string]int{}}, err
 	}
 	jobs := make(chan int)
-	rep := driveReport{byPath: map[string]int{}, failures: map[string]int{}}
+	rep := Report{byPath: map[string]int{}, failures: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -210,7 +210,9 @@ func wavSilence(n int) []byte {
 	return b
 }
 
-func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.Server) {
+// Print writes the report, what each member's engine finished and the summary of the router's
+// decision records.
+func (rep Report) Print(out io.Writer, members *Members, decisions []decisionlog.Record) {
 	fmt.Fprintf(out, "drove %d requests (%d ok) in %s with %d concurrent clients\n",
 		rep.sent, rep.ok, rep.elapsed.Round(time.Millisecond), driveConcurrency)
 	paths := make([]string, 0, len(rep.byPath))
@@ -241,7 +243,7 @@ func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.S
 	fmt.Fprintf(out, "  demo-audio (direct)    %4d requests, %6d generated tokens (transcript words, audio tokens)\n",
 		met.Success.Total(), met.GenerationTokens)
 	fmt.Fprintln(out, "\ndecision summary:")
-	fmt.Fprint(out, decisionlog.Summarize(srv.Decisions().Recent(1<<30)).Text())
+	fmt.Fprint(out, decisionlog.Summarize(decisions).Text())
 }
 
 // awaitReady polls /readyz until every replica member is ready, for at most readyBound.
