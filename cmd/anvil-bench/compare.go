@@ -1,8 +1,8 @@
 package main
 
 import (
+	"context"
 	"io"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
@@ -56,41 +56,23 @@ alternating which goes first when --routed-first is not given, and pools each ta
 			}
 			c := bench.NewClient(p.Concurrency(), p.MaxPromptTokens())
 			defer c.Close()
-			var recs []bench.Record
-			var runs []*bench.RunResult
-			stops := map[string][]bench.TargetInfo{}
-			for round := range rounds {
-				order := []bench.Target{dt, rt}
-				if routedFirst != (round%2 == 1) {
-					order = []bench.Target{rt, dt}
-				}
-				for _, t := range order {
-					res, err := execute(cmd.Context(), c, p, t, round, cmd.ErrOrStderr(), o.noProgress)
-					if err != nil {
-						_ = stopProfile()
-						return err
-					}
-					c.Close() // each target starts on fresh connections
-					recs = append(recs, res.Records...)
-					runs = append(runs, res)
-					stops[t.Name] = append(stops[t.Name], withStop(res))
-				}
-				if cmd.Context().Err() != nil {
-					break
-				}
+			res, err := bench.RunPaired(cmd.Context(), c, &p, bench.Pair{Direct: dt, Routed: rt, Rounds: rounds, RoutedFirst: routedFirst},
+				func(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target, round int) (*bench.RunResult, error) {
+					return execute(ctx, c, p, t, round, cmd.ErrOrStderr(), o.noProgress)
+				})
+			if err != nil {
+				_ = stopProfile()
+				return err
 			}
 			if err := stopProfile(); err != nil {
 				return err
 			}
-			di, ri := dt.Info(), rt.Info()
-			di.Stopped, ri.Stopped = joinStops(stops[targetDirect]), joinStops(stops[targetRouted])
-			h := bench.Header(&p, []bench.TargetInfo{di, ri})
-			if err := o.write(cmd.OutOrStdout(), buildReport(h, recs), func(w io.Writer) error {
-				return bench.WriteRaw(w, h, recs)
+			if err := o.write(cmd.OutOrStdout(), bench.NewReport(res.Header, res.Records), func(w io.Writer) error {
+				return bench.WriteRaw(w, res.Header, res.Records)
 			}); err != nil {
 				return err
 			}
-			return stopped(runs)
+			return stopped(res.Runs)
 		},
 	}
 	fl := cmd.Flags()
@@ -108,5 +90,3 @@ alternating which goes first when --routed-first is not given, and pools each ta
 	o.register(fl, true)
 	return cmd
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

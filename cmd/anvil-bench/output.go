@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -68,60 +67,18 @@ func (o *outputs) profile() (func() error, error) {
 	}, nil
 }
 
-// report is what a command prints and writes: a single result or a comparison.
-type report struct {
-	label   string
-	results []bench.Result    // one, or direct and routed
-	cmp     *bench.Comparison // set for a comparison
-}
-
-// buildReport computes the results of a run or a comparison (a header with two targets: direct,
-// then routed).
-func buildReport(h bench.RawHeader, recs []bench.Record) *report {
-	results := bench.Build(h, recs)
-	r := &report{label: h.Label, results: results}
-	if len(results) == 2 {
-		c := bench.Compare(results[0], results[1])
-		r.cmp = &c
-	}
-	return r
-}
-
-func (r *report) text(w io.Writer) error {
-	if r.cmp != nil {
-		return r.cmp.Text(w)
-	}
-	return r.results[0].Text(w)
-}
-
-func (r *report) markdown(w io.Writer) error {
-	if r.cmp != nil {
-		return r.cmp.Markdown(w)
-	}
-	return r.results[0].Markdown(w)
-}
-
-func (r *report) json(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if r.cmp != nil {
-		return enc.Encode(r.cmp)
-	}
-	return enc.Encode(r.results[0])
-}
-
 // write prints the table and writes the requested files. raw is nil for the report command.
-func (o *outputs) write(stdout io.Writer, r *report, raw func(io.Writer) error) error {
-	if err := r.text(stdout); err != nil {
+func (o *outputs) write(stdout io.Writer, r *bench.Report, raw func(io.Writer) error) error {
+	if err := r.Text(stdout); err != nil {
 		return err
 	}
 	if o.json != "" {
-		if err := cli.WriteFile(o.json, r.json); err != nil {
+		if err := cli.WriteFile(o.json, r.JSON); err != nil {
 			return err
 		}
 	}
 	if o.markdown != "" {
-		if err := cli.WriteFile(o.markdown, r.markdown); err != nil {
+		if err := cli.WriteFile(o.markdown, r.Markdown); err != nil {
 			return err
 		}
 	}
@@ -138,11 +95,11 @@ func (o *outputs) write(stdout io.Writer, r *report, raw func(io.Writer) error) 
 	return nil
 }
 
-func (o *outputs) writePlots(r *report) error {
+func (o *outputs) writePlots(r *bench.Report) error {
 	if err := os.MkdirAll(o.plots, 0o755); err != nil {
 		return err
 	}
-	figs, err := bench.Figures(r.label, r.results)
+	figs, err := r.Figures()
 	if err != nil {
 		return err
 	}

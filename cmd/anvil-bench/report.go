@@ -41,7 +41,7 @@ func newReport() *cobra.Command {
 				}
 				h.SLO = slo.Millis()
 			}
-			return o.write(cmd.OutOrStdout(), buildReport(h, recs), nil)
+			return o.write(cmd.OutOrStdout(), bench.NewReport(h, recs), nil)
 		},
 	}
 	cmd.Flags().StringSliceVar(&goodput, "goodput", nil, "recompute goodput under these SLOs in ms: ttft:MS,tpot:MS,e2el:MS")

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -70,8 +69,8 @@ func newRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h := bench.Header(&p, []bench.TargetInfo{withStop(res)})
-			if err := o.write(cmd.OutOrStdout(), buildReport(h, res.Records), func(w io.Writer) error {
+			h := bench.Header(&p, []bench.TargetInfo{res.Info()})
+			if err := o.write(cmd.OutOrStdout(), bench.NewReport(h, res.Records), func(w io.Writer) error {
 				return bench.WriteRaw(w, h, res.Records)
 			}); err != nil {
 				return err
@@ -108,26 +107,4 @@ func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target,
 		return nil, cli.UsageError{Err: err}
 	}
 	return res, nil
-}
-
-// withStop is the run's target info with why it stopped early, if it did.
-func withStop(res *bench.RunResult) bench.TargetInfo {
-	info := res.Target
-	info.Stopped = res.Stopped
-	return info
-}
-
-// joinStops merges the stop reasons of several rounds of one target.
-func joinStops(infos []bench.TargetInfo) string {
-	var reasons []string
-	for i, t := range infos {
-		if t.Stopped != "" {
-			reasons = append(reasons, "round "+itoa(i)+": "+t.Stopped)
-		}
-	}
-	s := strings.Join(reasons, "; ")
-	if len(s) > 512 {
-		s = s[:512]
-	}
-	return s
 }
