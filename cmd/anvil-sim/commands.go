@@ -153,7 +153,7 @@ func newCheck() *cobra.Command {
 				total.virtual += w.virtual
 				total.requests += w.requests
 				total.events += w.events
-				fmt.Fprintf(out, "%-4s %-22s %s  (%.2f s wall)\n", status(r), sc.Name, verdict(r), w.elapsed.Seconds())
+				fmt.Fprintf(out, "%-4s %-22s %s  (%.2f s wall)\n", status(r), sc.Name, r.Verdict(), w.elapsed.Seconds())
 				if !r.Passed {
 					failed++
 					if verbose {

@@ -126,7 +126,7 @@ func (o *outputs) decisionSink(opts *sim.Options, strategy string, several bool)
 // write puts the report on stdout and into the requested files.
 func (o *outputs) write(r *report.Report, w wall, stdout io.Writer) error {
 	if o.quiet {
-		fmt.Fprintf(stdout, "%s: %s\n", r.Scenario, verdict(r))
+		fmt.Fprintf(stdout, "%s: %s\n", r.Scenario, r.Verdict())
 	} else {
 		fmt.Fprint(stdout, r.Text())
 	}
@@ -146,19 +146,6 @@ func (o *outputs) write(r *report.Report, w wall, stdout io.Writer) error {
 		return writePlots(r, o.plots)
 	}
 	return nil
-}
-
-func verdict(r *report.Report) string {
-	if r.Passed {
-		return fmt.Sprintf("PASS (%d gates)", len(r.Gates))
-	}
-	var failed []string
-	for _, g := range r.Gates {
-		if g.Status == report.GateFail {
-			failed = append(failed, g.Name)
-		}
-	}
-	return fmt.Sprintf("FAIL: %s", strings.Join(failed, "; "))
 }
 
 func writePlots(r *report.Report, dir string) error {
