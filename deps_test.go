@@ -201,10 +201,11 @@ func rules() []importRule {
 				return under(rel, "cmd") && rel != "cmd/anvil-router" && rel != "cmd/anvil-fakevllm"
 			},
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "fakevllm") }},
-		{why: "internal/cli is the commands' plumbing: the standard library and cobra (with its pflag) only",
+		{why: "internal/cli is the commands' plumbing: the standard library (and its golang.org/x parts) and cobra (with its pflag) only",
 			subjects: []string{"internal/cli"}, applies: exact("internal/cli"), transitive: true,
 			forbids: func(_, dep string) bool {
-				return !isStd(dep) && !external(dep, "github.com/spf13/cobra") && !external(dep, "github.com/spf13/pflag")
+				return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") &&
+					!external(dep, "github.com/spf13/cobra") && !external(dep, "github.com/spf13/pflag")
 			}},
 		{why: "only the commands import internal/cli",
 			subjects: []string{"internal/cli", "cmd/anvil-router"},
