@@ -1,7 +1,6 @@
 package main
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -221,13 +220,13 @@ func loadScenario(arg string) (*scenarios.Scenario, error) {
 		}
 		sc, err := scenarios.Parse(data)
 		if err != nil {
-			return nil, cli.UsageError{Err: fmt.Errorf("%s: %w", arg, err)}
+			return nil, cli.Usagef("%s: %w", arg, err)
 		}
 		return sc, nil
 	}
 	sc, err := scenarios.Lookup(strings.TrimSuffix(filepath.Base(arg), ".yaml"))
 	if err != nil {
-		return nil, cli.UsageError{Err: fmt.Errorf("--scenario %s is neither a scenario file nor an embedded scenario: %w", arg, err)}
+		return nil, cli.Usagef("--scenario %s is neither a scenario file nor an embedded scenario: %w", arg, err)
 	}
 	return sc, nil
 }

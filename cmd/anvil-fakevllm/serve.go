@@ -152,7 +152,7 @@ func loadProfile(fl *pflag.FlagSet, f serveFlags) (engine.Profile, error) {
 	}
 	p, err := profile.Parse(data)
 	if err != nil {
-		return engine.Profile{}, cli.UsageError{Err: fmt.Errorf("%s: %w", f.profileFile, err)}
+		return engine.Profile{}, cli.Usagef("%s: %w", f.profileFile, err)
 	}
 	return p, nil
 }
@@ -167,7 +167,7 @@ func loadFaults(path string) (fakevllm.Faults, error) {
 	}
 	faults, err := fakevllm.ParseFaults(data)
 	if err != nil {
-		return fakevllm.Faults{}, cli.UsageError{Err: fmt.Errorf("%s: %w", path, err)}
+		return fakevllm.Faults{}, cli.Usagef("%s: %w", path, err)
 	}
 	return faults, nil
 }

@@ -46,7 +46,7 @@ func newDecisionsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
 			if err != nil {
-				return cmdline.UsageError{Err: fmt.Errorf("cannot open decision log: %w", err)}
+				return cmdline.Usagef("cannot open decision log: %w", err)
 			}
 			defer f.Close()
 			var recs []decisionlog.Record

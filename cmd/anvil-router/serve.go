@@ -37,11 +37,11 @@ func newServe() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case f.demo == (f.config != ""):
-				return cmdline.UsageError{Err: fmt.Errorf("serve needs exactly one of --config FILE or --demo")}
+				return cmdline.Usagef("serve needs exactly one of --config FILE or --demo")
 			case f.drive < 0 || f.drive > 100000:
-				return cmdline.UsageError{Err: fmt.Errorf("--drive must be 0-100000")}
+				return cmdline.Usagef("--drive must be 0-100000")
 			case f.drive > 0 && !f.demo:
-				return cmdline.UsageError{Err: fmt.Errorf("--drive works only with --demo")}
+				return cmdline.Usagef("--drive works only with --demo")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -79,7 +79,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	}
 	data, err := os.ReadFile(f.config)
 	if err != nil {
-		return cmdline.UsageError{Err: fmt.Errorf("cannot read config file: %w", err)}
+		return cmdline.Usagef("cannot read config file: %w", err)
 	}
 	cfg, err := load.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: load.ReadTokenFile})
 	if err != nil {

@@ -61,7 +61,7 @@ func (t *target) client(con console) (*manage.Client, error) {
 		url, _ = con.lookupEnv(EnvRouterURL)
 	}
 	if url == "" {
-		return nil, cmdline.UsageError{Err: fmt.Errorf("no router: pass --router URL or set %s", EnvRouterURL)}
+		return nil, cmdline.Usagef("no router: pass --router URL or set %s", EnvRouterURL)
 	}
 	var token string
 	if t.tokenFile != "" {
@@ -79,7 +79,7 @@ func (t *target) client(con console) (*manage.Client, error) {
 		token, _ = con.lookupEnv(config.EnvAdminToken)
 	}
 	if token == "" {
-		return nil, cmdline.UsageError{Err: fmt.Errorf("no admin token: set %s or pass --admin-token-file", config.EnvAdminToken)}
+		return nil, cmdline.Usagef("no admin token: set %s or pass --admin-token-file", config.EnvAdminToken)
 	}
 	c, err := manage.NewClient(con.doer, url, token)
 	if err != nil {
@@ -193,7 +193,7 @@ func runTransition(cmd *cobra.Command, con console, action string, f *transition
 // confirm shows the endpoint's dry run of req on standard error and asks y/N on the terminal.
 func confirm(cmd *cobra.Command, con console, client *manage.Client, req manage.Request, output string) error {
 	if !con.isTerminal() {
-		return cmdline.UsageError{Err: fmt.Errorf("%s changes router state: pass --yes to confirm (standard input is not a terminal)", req.Action)}
+		return cmdline.Usagef("%s changes router state: pass --yes to confirm (standard input is not a terminal)", req.Action)
 	}
 	preview := req
 	preview.DryRun = true

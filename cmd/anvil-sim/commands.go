@@ -81,7 +81,7 @@ given; it exits 1 when a figure is outside its bound.`,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(benches) > 0 {
 				if cmd.Flags().Changed("strategies") {
-					return cli.UsageError{Err: fmt.Errorf("--strategies and --bench are exclusive: the bench results name the strategies")}
+					return cli.Usagef("--strategies and --bench are exclusive: the bench results name the strategies")
 				}
 				return compareBench(cmd, args, benches, &o)
 			}
@@ -103,15 +103,15 @@ func parseStrategies(s string) ([]string, error) {
 	for _, st := range strings.Split(s, ",") {
 		st = strings.TrimSpace(st)
 		if st != scenarios.StrategyRoundRobin && st != scenarios.StrategyCapacity {
-			return nil, cli.UsageError{Err: fmt.Errorf("--strategies: %q is not round_robin or capacity", st)}
+			return nil, cli.Usagef("--strategies: %q is not round_robin or capacity", st)
 		}
 		if slices.Contains(out, st) {
-			return nil, cli.UsageError{Err: fmt.Errorf("--strategies: %s listed twice", st)}
+			return nil, cli.Usagef("--strategies: %s listed twice", st)
 		}
 		out = append(out, st)
 	}
 	if len(out) < 2 {
-		return nil, cli.UsageError{Err: fmt.Errorf("--strategies: compare needs two strategies")}
+		return nil, cli.Usagef("--strategies: compare needs two strategies")
 	}
 	return out, nil
 }

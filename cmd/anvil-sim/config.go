@@ -36,11 +36,11 @@ ANVIL_API_TOKEN, as the simulator's virtual router does.`,
 				strategy = sc.Tier.Strategy
 			}
 			if strategy != scenarios.StrategyRoundRobin && strategy != scenarios.StrategyCapacity {
-				return cli.UsageError{Err: fmt.Errorf("--strategy: %q is not round_robin or capacity", strategy)}
+				return cli.Usagef("--strategy: %q is not round_robin or capacity", strategy)
 			}
 			doc, err := sim.RouterDocument(sc, strategy, sim.Placement{Endpoints: endpoints, Listen: listen, IntentFile: intentFile})
 			if err != nil {
-				return cli.UsageError{Err: fmt.Errorf("%s: %w", args[0], err)}
+				return cli.Usagef("%s: %w", args[0], err)
 			}
 			var buf bytes.Buffer
 			fmt.Fprintf(&buf, "# anvil-router configuration of scenario %s under %s, as anvil-sim runs it (anvil-sim config).\n", sc.Name, strategy)

@@ -22,7 +22,7 @@ var errOutside = errors.New("figures outside their bounds (see the table)")
 // and arrival window. It exits 1 (errOutside) when a bounded figure is outside its bound.
 func compareBench(cmd *cobra.Command, args, files []string, o *outputs) error {
 	if o.plots != "" || o.decisions != "" {
-		return cli.UsageError{Err: fmt.Errorf("--plots and --decisions apply to simulated runs, not to compare --bench")}
+		return cli.Usagef("--plots and --decisions apply to simulated runs, not to compare --bench")
 	}
 	results, err := readResults(files)
 	if err != nil {
@@ -33,7 +33,7 @@ func compareBench(cmd *cobra.Command, args, files []string, o *outputs) error {
 		arg = args[0]
 	}
 	if arg == "" {
-		return cli.UsageError{Err: fmt.Errorf("%s is a run of no scenario; anvil-bench run --scenario makes results to compare", files[0])}
+		return cli.Usagef("%s is a run of no scenario; anvil-bench run --scenario makes results to compare", files[0])
 	}
 	window := o.duration
 	if window == 0 {
@@ -78,7 +78,7 @@ func readResults(files []string) ([]bench.Result, error) {
 		r, err := bench.ReadResult(f)
 		_ = f.Close()
 		if err != nil {
-			return nil, cli.UsageError{Err: fmt.Errorf("%s: %w", path, err)}
+			return nil, cli.Usagef("%s: %w", path, err)
 		}
 		out = append(out, r)
 	}
@@ -123,10 +123,10 @@ gap that is not the model's. It exits 1 when a figure is outside issue 15's boun
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := fidelity.Profile(profileName)
 			if err != nil {
-				return cli.UsageError{Err: fmt.Errorf("--profile: %w", err)}
+				return cli.Usagef("--profile: %w", err)
 			}
 			if !(scale > 0 && scale <= scenarios.MaxStepScale) {
-				return cli.UsageError{Err: fmt.Errorf("--step-scale must be in (0, %g]", scenarios.MaxStepScale)}
+				return cli.Usagef("--step-scale must be in (0, %g]", scenarios.MaxStepScale)
 			}
 			f, err := os.Open(args[0])
 			if err != nil {
@@ -135,11 +135,11 @@ gap that is not the model's. It exits 1 when a figure is outside issue 15's boun
 			h, recs, err := bench.ReadRaw(f)
 			_ = f.Close()
 			if err != nil {
-				return cli.UsageError{Err: fmt.Errorf("%s: %w", args[0], err)}
+				return cli.Usagef("%s: %w", args[0], err)
 			}
 			r, err := fidelity.Replay(h, recs, p, scale)
 			if err != nil {
-				return cli.UsageError{Err: fmt.Errorf("%s: %w", args[0], err)}
+				return cli.Usagef("%s: %w", args[0], err)
 			}
 			if err := r.Text(cmd.OutOrStdout()); err != nil {
 				return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,11 +23,11 @@ func loadScenario(arg string, o scenarios.Override) (*scenarios.Scenario, error)
 	name := strings.TrimSuffix(filepath.Base(arg), ".yaml")
 	data, err := scenarios.Source(name)
 	if err != nil {
-		return nil, cli.UsageError{Err: fmt.Errorf("%s is neither a scenario file nor an embedded scenario: %w", arg, err)}
+		return nil, cli.Usagef("%s is neither a scenario file nor an embedded scenario: %w", arg, err)
 	}
 	sc, err := scenarios.ParseOverride(data, o)
 	if err != nil {
-		return nil, cli.UsageError{Err: fmt.Errorf("embedded %s.yaml: %w", name, err)}
+		return nil, cli.Usagef("embedded %s.yaml: %w", name, err)
 	}
 	return sc, nil
 }
@@ -48,7 +47,7 @@ func loadFile(path string, o scenarios.Override) (*scenarios.Scenario, error) {
 	}
 	sc, err := scenarios.ParseOverride(data, o)
 	if err != nil {
-		return nil, cli.UsageError{Err: fmt.Errorf("%s: %w", path, err)}
+		return nil, cli.Usagef("%s: %w", path, err)
 	}
 	return sc, nil
 }
@@ -67,7 +66,7 @@ func scenarioFiles(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	if len(out) == 0 {
-		return nil, cli.UsageError{Err: fmt.Errorf("%s holds no *.yaml scenario", dir)}
+		return nil, cli.Usagef("%s holds no *.yaml scenario", dir)
 	}
 	return out, nil
 }
@@ -78,11 +77,11 @@ func scenarioFiles(dir string) ([]string, error) {
 // such as a capacity run of members without ceilings.
 func checkScenario(where string, sc *scenarios.Scenario, strategies []string) error {
 	if err := report.CheckGates(sc); err != nil {
-		return cli.UsageError{Err: fmt.Errorf("%s: %w", where, err)}
+		return cli.Usagef("%s: %w", where, err)
 	}
 	for _, st := range strategies {
 		if err := sim.Check(sc, st); err != nil {
-			return cli.UsageError{Err: fmt.Errorf("%s: strategy %s: %w", where, st, err)}
+			return cli.Usagef("%s: strategy %s: %w", where, st, err)
 		}
 	}
 	return nil
