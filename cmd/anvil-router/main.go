@@ -19,7 +19,9 @@ const (
 	exitUsage   = cmdline.ExitUsage
 )
 
-// usageError marks failures caused by the caller's input (flags, config, files), which exit 2.
+// usageError marks failures caused by the caller's input (flags, config, files), which exit 2; the
+// package's tests name it so. internal/cli is imported as cmdline here because the transition
+// tests declare a type cli.
 type usageError = cmdline.UsageError
 
 func main() {
