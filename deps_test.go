@@ -32,7 +32,7 @@ const modulePath = "github.com/anvil-llm/anvil"
 
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
-var pure = []string{"router/ident", "router/scheduler", "router/health", "fakevllm/engine", "sim/event"}
+var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
@@ -42,14 +42,14 @@ var quiet = []string{"router/admission", "router/pressure", "sim", "router/capac
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its cores and the simulator that drives them.
-var netFree = []string{"sim", "router/routing", "router/admission", "router/scheduler", "fakevllm/engine", "sim/event"}
+var netFree = []string{"sim", "router/routing", "router/admission", "router/scheduler", "engine", "sim/event"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
 // the router's wire models it reads answers into (the readiness rule, the decision summary). Never
 // admission, routing, the server, the simulator or the fake.
 var qualificationMay = []string{"bench", "internal/figure", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
-	"router/decisionlog", "router/scheduler", "fakevllm/engine", "fakevllm/profile"}
+	"router/decisionlog", "router/scheduler", "engine", "engine/profile"}
 
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its
 // build graph when transitive.
@@ -135,13 +135,19 @@ func rules() []importRule {
 			subjects: []string{"sim", "fakevllm"}, applies: underAny("sim"), transitive: true,
 			forbids: func(_, dep string) bool {
 				l := local(dep)
-				return l != "" && under(l, "fakevllm") && l != "fakevllm/engine" && l != "fakevllm/profile"
+				return l != "" && under(l, "fakevllm")
+			}},
+		{why: "the engine model is the leaf under fakevllm, sim and scenarios: it depends on none of them, nor on the router, the bench or qualification",
+			subjects: []string{"engine", "engine/profile"}, applies: underAny("engine"), transitive: true,
+			forbids: func(_, dep string) bool {
+				l := local(dep)
+				return l != "" && underAny("fakevllm", "sim", "scenarios", "router", "bench", "qualification")(l)
 			}},
 		{why: "bench is a black-box HTTP client: no router code, simulator or fake beyond the pure cores of the scenarios",
 			subjects: []string{"bench", "scenarios"}, applies: underAny("bench"), transitive: true,
 			forbids: func(_, dep string) bool {
 				l := local(dep)
-				return l != "" && underAny("router", "sim", "fakevllm")(l) && !slices.Contains(pure, l) && l != "fakevllm/profile"
+				return l != "" && underAny("router", "sim", "fakevllm")(l) && !slices.Contains(pure, l)
 			}},
 		{why: "fakevllm is scraped like vLLM; it never depends on the router",
 			subjects: []string{"fakevllm"}, applies: underAny("fakevllm"), transitive: true,
@@ -529,7 +535,7 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"dot-import", "router/routing", `import . "strings"; var _ = ToUpper`, "dot-import"},
 		{"goroutine in a pure core", "router/scheduler", `func planted() { go func() {}() }`, "starts a goroutine"},
 		{"goroutine in the simulator", "sim", `func planted() { go func() {}() }`, "starts a goroutine"},
-		{"clock in a pure core", "fakevllm/engine", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
+		{"clock in a pure core", "engine", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
 		{"aliased clock", "sim/event", `import clock "time"; func planted() { clock.Sleep(1) }`, "uses time.Sleep"},
 		{"printing in a pure core", "router/ident", `import "fmt"; func planted() { fmt.Println("x") }`, "uses fmt.Println"},
 		{"builtin print", "router/scheduler", `func planted() { println("x") }`, "prints with println"},
@@ -568,8 +574,12 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "qualification is a black-box client"},
 		{"the simulator depends on qualification", "sim/report",
 			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
-		{"fakevllm depends on the router", "fakevllm/profile",
+		{"fakevllm depends on the router", "fakevllm",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
+		{"the simulator depends on the fake server", "sim/report",
+			`import "github.com/anvil-llm/anvil/fakevllm"; var _ = fakevllm.NewServer`, "the simulator uses the engine model, never the fake HTTP server"},
+		{"the engine model depends on the router", "engine/profile",
+			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "the engine model is the leaf under fakevllm, sim and scenarios"},
 	}
 	root, err := os.Getwd()
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // files holds one YAML file per profile name, compiled in by the go:embed
