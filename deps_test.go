@@ -2,13 +2,16 @@ package anvil_test
 
 // This file states the module's house rules, in the spirit of the standard library's own
 // go/build/deps_test.go. It is policy, not something to edit to make a build pass: if a rule here
-// blocks a change, the change is in the wrong package. The rules are DESIGN.md's "The house".
+// blocks a change, the change is in the wrong package. The rules' home in prose is the section
+// "The import rules" of docs/ARCHITECTURE.md, which lists them in the order rules() states them:
+// a rule added here is added there.
 //
 // The rules are checked on the real build graph (golang.org/x/tools/go/packages over go list):
 // "never imports" rules hold transitively, and code rules (no goroutines, no clock, no package-level
 // writes) are checked with type information, so an alias, a dot-import or a write through a field
 // cannot slip past. TestPolicyCatchesPlantedViolations plants one violation of each kind in an
-// overlay copy of a real package and shows the policy failing on it, so no rule passes vacuously;
+// overlay copy of a real package and shows the policy failing on it, and fails when some import rule
+// reports no plant at all, so no rule passes vacuously;
 // TestPolicySubjectsExist makes a rule about a package that does not exist fail loudly.
 
 import (
@@ -576,6 +579,19 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
 		{"fakevllm depends on the router", "fakevllm",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
+		{"a pure core opens files", "router/health", `import "os"; var _ = os.Getpid`, "pure packages do no I/O"},
+		{"admission depends on the decision log", "router/admission",
+			`import "github.com/anvil-llm/anvil/router/decisionlog"; var _ = decisionlog.ErrConfig`,
+			"admission depends on the standard library, router/ident and router/scheduler only"},
+		{"admission opens files", "router/admission", `import "os"; var _ = os.Getpid`, "admission does no I/O and no logging"},
+		{"the simulator depends on the relay", "sim/report",
+			`import "github.com/anvil-llm/anvil/router/relay"; var _ = relay.New`, "the simulator never touches the server, the relay or gin"},
+		{"viper outside the loader and the commands", "bench", `import "github.com/spf13/viper"; var _ = viper.New`,
+			"viper appears only in router/config/load and cmd/*"},
+		{"a package imports a command", "bench", `import _ "github.com/anvil-llm/anvil/cmd/anvil-router"`, "nothing imports a command"},
+		{"another command holds fake members", "cmd/anvil-sim",
+			`import "github.com/anvil-llm/anvil/fakevllm"; var _ = fakevllm.NewServer`,
+			"only anvil-router (serve --demo) and anvil-fakevllm hold fake members"},
 		{"the simulator depends on the fake server", "sim/report",
 			`import "github.com/anvil-llm/anvil/fakevllm"; var _ = fakevllm.NewServer`, "the simulator uses the engine model, never the fake HTTP server"},
 		{"the engine model depends on the router", "engine/profile",
@@ -585,6 +601,20 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every import rule must have a plant that it reports: a rule nothing plants could pass vacuously.
+	var mu sync.Mutex
+	caught := map[string]bool{} // the whys of the import rules that reported a plant
+	matched := 0
+	t.Cleanup(func() { // after every parallel subtest
+		if matched < len(plants) || t.Failed() {
+			return // a -run subset, or already failing
+		}
+		for _, r := range rules() {
+			if !caught[r.why] {
+				t.Errorf("no planted violation is reported by the rule %q: plant one", r.why)
+			}
+		}
+	})
 	for _, pl := range plants {
 		t.Run(pl.name, func(t *testing.T) {
 			t.Parallel() // each load is mostly a go list process
@@ -605,6 +635,14 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			vs := g.violations()
 			for _, v := range vs {
 				if strings.Contains(v, pl.want) {
+					mu.Lock()
+					defer mu.Unlock()
+					matched++
+					for _, r := range rules() {
+						if strings.HasSuffix(v, ": "+r.why) {
+							caught[r.why] = true
+						}
+					}
 					return
 				}
 			}
