@@ -1,5 +1,5 @@
 // Package fakevllm is a vLLM-compatible HTTP server that drives the pure
-// fakevllm/engine model in real time, so the router can be tested, demonstrated
+// engine model (package engine) in real time, so the router can be tested, demonstrated
 // and benchmarked without a GPU.
 //
 // Routes: POST /v1/chat/completions, /v1/completions, /v1/responses,

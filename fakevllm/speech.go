@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // Text to speech. vLLM itself serves no /v1/audio/speech; vLLM-Omni (`vllm

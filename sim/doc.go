@@ -9,7 +9,7 @@
 // it (Classify, pinned against router/relay by the module root's simrelay_test.go), and one
 // decisionlog record, checked against the configured membership as the server's log does. The
 // tier comes from a real router configuration rendered from the scenario and validated by
-// config.Build; Check builds all of it without running, so a bad scenario fails before any run. Members are fakevllm/engine instances stepped on the
+// config.Build; Check builds all of it without running, so a bad scenario fails before any run. Members are engine instances stepped on the
 // virtual clock, each prefilling a request's prompt with the chat template's tokens as the fake vLLM
 // counts them (ChatTemplateTokens); the pressure core is driven by two virtual workers whose scrapes read an engine's
 // metrics view after a modeled latency.

@@ -13,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/fakevllm/engine"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
 	"github.com/anvil-llm/anvil/internal/cli"
 )
 

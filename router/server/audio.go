@@ -189,25 +189,14 @@ func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // form rule is its fixed 400.
 func formError(err error) apiError {
 	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
+	if errors.As(err, &tooLarge) {
 		return errAudioTooLarge
-	case isFormRefusal(err):
-		return apiError{http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_multipart"}
-	case err == nil:
+	}
+	if r, ok := refusalOf(stageForm, err); ok {
+		return r.answer
+	}
+	if err == nil {
 		return errInternal // the relay reported a refused body the encoder did not refuse: a bug
 	}
 	return errUnreadable
-}
-
-// isFormRefusal reports whether err is one of audioform's fixed refusals, whose text is safe to show.
-func isFormRefusal(err error) bool {
-	for _, known := range []error{audioform.ErrNotMultipart, audioform.ErrMalformed, audioform.ErrMissingModel,
-		audioform.ErrBadModel, audioform.ErrDuplicateModel, audioform.ErrModelAfterFile, audioform.ErrDuplicateFile,
-		audioform.ErrFieldTooLarge, audioform.ErrTooManyParts, audioform.ErrBadPartName} {
-		if errors.Is(err, known) {
-			return true
-		}
-	}
-	return false
 }
