@@ -286,10 +286,14 @@ func (s *jsonScan) object(field func(key []byte) error) error {
 			return errScan
 		}
 		s.i = end
-		var buf [maxKeyBytes]byte
-		key, ok := jsonscan.DecodeSmall(s.b[start+1:end-1], flags, buf[:])
-		if !ok {
-			key = nil // too long to equal any field name
+		key := s.b[start+1 : end-1]
+		if flags&jsonscan.Escaped != 0 {
+			// The slow path: the key escapes to the field function, so its buffer is the heap's.
+			// Raw invalid UTF-8 needs no decoding: it folds to no field name, decoded or not.
+			var ok bool
+			if key, ok = jsonscan.DecodeSmall(key, flags, make([]byte, 0, maxKeyBytes)); !ok {
+				key = nil // too long to equal any field name
+			}
 		}
 		s.ws()
 		if s.peek() != ':' {
