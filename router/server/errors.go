@@ -9,6 +9,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/admission"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
@@ -41,15 +42,15 @@ var (
 func requestError(err error) apiError {
 	code := "invalid_request"
 	switch {
-	case errors.Is(err, routing.ErrContextExceeded):
+	case errors.Is(err, request.ErrContextExceeded):
 		code = "context_length_exceeded"
-	case errors.Is(err, routing.ErrOutputExceeded):
+	case errors.Is(err, request.ErrOutputExceeded):
 		code = "max_tokens_exceeded"
-	case errors.Is(err, routing.ErrToolsRefused):
+	case errors.Is(err, request.ErrToolsRefused):
 		code = "tools_not_allowed"
-	case errors.Is(err, routing.ErrMediaRefused):
+	case errors.Is(err, request.ErrMediaRefused):
 		code = "media_not_allowed"
-	case errors.Is(err, routing.ErrEndpointRefused):
+	case errors.Is(err, request.ErrEndpointRefused):
 		code = "endpoint_not_supported"
 	case errors.Is(err, routing.ErrUnknownAlias):
 		return errUnknownAlias
@@ -62,10 +63,10 @@ func requestError(err error) apiError {
 
 // isRequestError reports whether err is one of routing's fixed refusals, whose text is safe to show.
 func isRequestError(err error) bool {
-	for _, known := range []error{routing.ErrBadJSON, routing.ErrMissingModel, routing.ErrBadField,
-		routing.ErrMissingInput, routing.ErrBadMaxTokens, routing.ErrContextExceeded, routing.ErrOutputExceeded,
-		routing.ErrToolsRefused, routing.ErrMediaRefused, routing.ErrEndpointRefused,
-		routing.ErrDuplicateField, routing.ErrFoldedKey} {
+	for _, known := range []error{request.ErrBadJSON, request.ErrMissingModel, request.ErrBadField,
+		request.ErrMissingInput, request.ErrBadMaxTokens, request.ErrContextExceeded, request.ErrOutputExceeded,
+		request.ErrToolsRefused, request.ErrMediaRefused, request.ErrEndpointRefused,
+		request.ErrDuplicateField, request.ErrFoldedKey} {
 		if errors.Is(err, known) {
 			return true
 		}

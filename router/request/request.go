@@ -1,4 +1,4 @@
-package routing
+package request
 
 import (
 	"encoding/json"
@@ -42,7 +42,7 @@ func (e Endpoint) Audio() bool {
 }
 
 // Multipart reports whether the endpoint's body is a multipart/form-data form (FormRequest) instead of
-// a JSON object (ParseRequest).
+// a JSON object (Parse).
 func (e Endpoint) Multipart() bool { return e == AudioTranscriptions || e == AudioTranslations }
 
 // Request is what the gates need from a parsed body: never the prompt itself.
@@ -162,7 +162,7 @@ const maxTokensLimit = 1 << 40
 // name is 21 ASCII letters; a folded letter takes at most 3 bytes).
 const maxKeyBytes = 64
 
-// ParseRequest reads a request body once, in place. It refuses anything that is not one JSON object
+// Parse reads a request body once, in place. It refuses anything that is not one JSON object
 // (as encoding/json would refuse it), with the model string and the endpoint's prompt field, and
 // measures the prompt conservatively. It materializes nothing it does not read: unknown fields are
 // validated and skipped, and only the model name is copied.
@@ -173,7 +173,7 @@ const maxKeyBytes = 64
 // items, every key that folds to "content", "text" or "type", and every copy of one, is measured, and
 // a key folding to a media key marks media: the estimate holds whichever copy an upstream reads.
 // The bodies of multipart endpoints are forms, never JSON: FormRequest describes them.
-func ParseRequest(ep Endpoint, body []byte) (Request, error) {
+func Parse(ep Endpoint, body []byte) (Request, error) {
 	if ep.Multipart() || int(ep) >= len(endpointPaths) {
 		return Request{}, ErrBadJSON
 	}
