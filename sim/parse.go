@@ -19,7 +19,7 @@ const bytesPerToken = 4
 const ChatTemplateTokens = 7
 
 // parseMemo runs the real request parser, request.Parse, on real chat-completion bodies.
-// ParseRequest is pure and measures the prompt and the output request independently, so the sim
+// Parse is pure and measures the prompt and the output request independently, so the sim
 // parses one body per distinct prompt length and one per distinct (max_tokens, stream) pair and
 // remembers the results: a request's gate inputs are the parser's own outputs for its two halves.
 // Parsing a multi-kilobyte body costs tens of microseconds; memoizing keeps the hour-long
