@@ -35,23 +35,26 @@ const modulePath = "github.com/anvil-llm/anvil"
 
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
-var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event"}
+var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event",
+	"internal/jsonscan", "internal/sse", "internal/wav"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
 // records through the decision log, the pressure core has sentinel-error formatting and locks nothing,
-// and the capacity views project what they are handed (a scrape's goroutine is the caller's).
-var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity"}
+// and the capacity views project what they are handed (a scrape's goroutine is the caller's); the
+// walk (routing) takes time as values and locks its passive-health shell, and the request parser
+// formats its key errors.
+var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity", "router/routing", "router/request"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
-// its cores and the simulator that drives them.
-var netFree = []string{"sim", "router/routing", "router/admission", "router/scheduler", "engine", "sim/event"}
+// its request parser and cores, and the simulator that drives them.
+var netFree = []string{"sim", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
 // the router's wire models it reads answers into (the readiness rule, the decision summary). Never
 // admission, routing, the server, the simulator or the fake.
-var qualificationMay = []string{"bench", "internal/figure", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
+var qualificationMay = []string{"bench", "internal/figure", "internal/jsonscan", "internal/sse", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
 	"router/decisionlog", "router/scheduler", "engine", "engine/profile"}
 
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its
@@ -616,6 +619,13 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/fakevllm"; var _ = fakevllm.NewServer`, "the simulator uses the engine model, never the fake HTTP server"},
 		{"the engine model depends on the router", "engine/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "the engine model is the leaf under fakevllm, sim and scenarios"},
+		{"non-stdlib in the JSON scanner", "internal/jsonscan",
+			`import "github.com/stretchr/testify/assert"; var _ = assert.True`, "internal/jsonscan depends on github.com/stretchr/testify"},
+		{"I/O in the SSE reader", "internal/sse", `import "os"; var _ = os.Stdin`, "internal/sse depends on os: pure packages do no I/O"},
+		{"clock in the WAV writer", "internal/wav", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
+		{"goroutine in the walk", "router/routing", `func planted() { go func() {}() }`, "starts a goroutine"},
+		{"printing in the request parser", "router/request", `import "fmt"; func planted() { fmt.Println("x") }`, "uses fmt.Println"},
+		{"net/http in the request parser", "router/request", `import "net/http"; var _ = http.MethodPost`, "router/request depends on net/http"},
 	}
 	root, err := os.Getwd()
 	if err != nil {

@@ -1,7 +1,7 @@
 // Package sim is Anvil's deterministic discrete-event simulator: it runs one scenario on virtual
 // time through the real router code, not a model of it.
 //
-// Every request walks the server's path: a real chat-completion body parsed by routing.ParseRequest,
+// Every request walks the server's path: a real chat-completion body parsed by request.Parse,
 // the tier resolved and gated by routing.Router.Resolve, one lease taken by routing.Router.Admit
 // (real admission, real scheduler.Rank, the real pressure cache core for capacity tiers), exactly
 // one dispatch to the chosen member's fakevllm engine under the router's upstream first-byte and

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anvil-llm/anvil/internal/wav"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 )
 
@@ -194,20 +195,8 @@ func checkWAV(resp *http.Response) error {
 // wavSilence is a WAV file of n samples of 16 kHz 16-bit mono silence.
 func wavSilence(n int) []byte {
 	data := 2 * n
-	b := make([]byte, 44+data)
-	copy(b, "RIFF")
-	binary.LittleEndian.PutUint32(b[4:], uint32(36+data))
-	copy(b[8:], "WAVEfmt ")
-	binary.LittleEndian.PutUint32(b[16:], 16)    // fmt chunk size
-	binary.LittleEndian.PutUint16(b[20:], 1)     // PCM
-	binary.LittleEndian.PutUint16(b[22:], 1)     // mono
-	binary.LittleEndian.PutUint32(b[24:], 16000) // sample rate
-	binary.LittleEndian.PutUint32(b[28:], 32000) // byte rate
-	binary.LittleEndian.PutUint16(b[32:], 2)     // block align
-	binary.LittleEndian.PutUint16(b[34:], 16)    // bits per sample
-	copy(b[36:], "data")
-	binary.LittleEndian.PutUint32(b[40:], uint32(data))
-	return b
+	h := wav.Header(wav.Format{SampleRate: 16000, Channels: 1, BitsPerSample: 16}, uint32(data))
+	return append(h[:], make([]byte, data)...)
 }
 
 // Print writes the report, what each member's engine finished and the summary of the router's

@@ -6,6 +6,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/audioform"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
@@ -49,19 +50,19 @@ func refusedGate(code string) apiError {
 // admission.ErrExhausted) before exhausted. Sentinels without a row, and why, are listed in
 // refusals_test.go.
 var refusals = []refusal{
-	{stage: stageRequest, err: routing.ErrContextExceeded, answer: refusedGate("context_length_exceeded")},
-	{stage: stageRequest, err: routing.ErrOutputExceeded, answer: refusedGate("max_tokens_exceeded")},
-	{stage: stageRequest, err: routing.ErrToolsRefused, answer: refusedGate("tools_not_allowed")},
-	{stage: stageRequest, err: routing.ErrMediaRefused, answer: refusedGate("media_not_allowed")},
-	{stage: stageRequest, err: routing.ErrEndpointRefused, answer: refusedGate("endpoint_not_supported")},
+	{stage: stageRequest, err: request.ErrContextExceeded, answer: refusedGate("context_length_exceeded")},
+	{stage: stageRequest, err: request.ErrOutputExceeded, answer: refusedGate("max_tokens_exceeded")},
+	{stage: stageRequest, err: request.ErrToolsRefused, answer: refusedGate("tools_not_allowed")},
+	{stage: stageRequest, err: request.ErrMediaRefused, answer: refusedGate("media_not_allowed")},
+	{stage: stageRequest, err: request.ErrEndpointRefused, answer: refusedGate("endpoint_not_supported")},
 	{stage: stageRequest, err: routing.ErrUnknownAlias, answer: errUnknownAlias},
-	{stage: stageRequest, err: routing.ErrBadJSON, answer: refusedRequest},
-	{stage: stageRequest, err: routing.ErrMissingModel, answer: refusedRequest},
-	{stage: stageRequest, err: routing.ErrBadField, answer: refusedRequest},
-	{stage: stageRequest, err: routing.ErrMissingInput, answer: refusedRequest},
-	{stage: stageRequest, err: routing.ErrBadMaxTokens, answer: refusedRequest},
-	{stage: stageRequest, err: routing.ErrDuplicateField, answer: refusedRequest},
-	{stage: stageRequest, err: routing.ErrFoldedKey, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrBadJSON, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrMissingModel, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrBadField, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrMissingInput, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrBadMaxTokens, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrDuplicateField, answer: refusedRequest},
+	{stage: stageRequest, err: request.ErrFoldedKey, answer: refusedRequest},
 
 	{stage: stageAdmission, err: admission.ErrQuiesced, answer: errQuiesced, label: "quiesced"},
 	{stage: stageAdmission, err: admission.ErrQueueFull, answer: errExhausted, label: "queue_full"},

@@ -20,6 +20,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/audioform"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
@@ -37,26 +38,26 @@ func TestRefusalAnswers(t *testing.T) {
 			err  error
 			want apiError
 		}{
-			{routing.ErrContextExceeded, fixed(routing.ErrContextExceeded, "context_length_exceeded")},
-			{routing.ErrOutputExceeded, fixed(routing.ErrOutputExceeded, "max_tokens_exceeded")},
-			{routing.ErrToolsRefused, fixed(routing.ErrToolsRefused, "tools_not_allowed")},
-			{routing.ErrMediaRefused, fixed(routing.ErrMediaRefused, "media_not_allowed")},
-			{routing.ErrEndpointRefused, fixed(routing.ErrEndpointRefused, "endpoint_not_supported")},
+			{request.ErrContextExceeded, fixed(request.ErrContextExceeded, "context_length_exceeded")},
+			{request.ErrOutputExceeded, fixed(request.ErrOutputExceeded, "max_tokens_exceeded")},
+			{request.ErrToolsRefused, fixed(request.ErrToolsRefused, "tools_not_allowed")},
+			{request.ErrMediaRefused, fixed(request.ErrMediaRefused, "media_not_allowed")},
+			{request.ErrEndpointRefused, fixed(request.ErrEndpointRefused, "endpoint_not_supported")},
 			{routing.ErrUnknownAlias, errUnknownAlias},
 			{wrapped(routing.ErrUnknownAlias), errUnknownAlias},
-			{routing.ErrBadJSON, fixed(routing.ErrBadJSON, "invalid_request")},
-			{routing.ErrMissingModel, fixed(routing.ErrMissingModel, "invalid_request")},
-			{routing.ErrBadField, fixed(routing.ErrBadField, "invalid_request")},
-			{routing.ErrMissingInput, fixed(routing.ErrMissingInput, "invalid_request")},
-			{routing.ErrBadMaxTokens, fixed(routing.ErrBadMaxTokens, "invalid_request")},
-			{routing.ErrDuplicateField, fixed(routing.ErrDuplicateField, "invalid_request")},
-			{routing.ErrFoldedKey, fixed(routing.ErrFoldedKey, "invalid_request")},
+			{request.ErrBadJSON, fixed(request.ErrBadJSON, "invalid_request")},
+			{request.ErrMissingModel, fixed(request.ErrMissingModel, "invalid_request")},
+			{request.ErrBadField, fixed(request.ErrBadField, "invalid_request")},
+			{request.ErrMissingInput, fixed(request.ErrMissingInput, "invalid_request")},
+			{request.ErrBadMaxTokens, fixed(request.ErrBadMaxTokens, "invalid_request")},
+			{request.ErrDuplicateField, fixed(request.ErrDuplicateField, "invalid_request")},
+			{request.ErrFoldedKey, fixed(request.ErrFoldedKey, "invalid_request")},
 			// A wrapped refusal shows its whole (fixed) text.
-			{wrapped(routing.ErrBadField), badRequest("request field has the wrong type: detail", "invalid_request")},
-			{wrapped(routing.ErrToolsRefused), badRequest("this model does not accept tools: detail", "tools_not_allowed")},
+			{wrapped(request.ErrBadField), badRequest("request field has the wrong type: detail", "invalid_request")},
+			{wrapped(request.ErrToolsRefused), badRequest("this model does not accept tools: detail", "tools_not_allowed")},
 			// A gate's code wins over a generic refusal wrapped with it.
-			{fmt.Errorf("%w: %w", routing.ErrBadJSON, routing.ErrMediaRefused),
-				badRequest(routing.ErrBadJSON.Error()+": "+routing.ErrMediaRefused.Error(), "media_not_allowed")},
+			{fmt.Errorf("%w: %w", request.ErrBadJSON, request.ErrMediaRefused),
+				badRequest(request.ErrBadJSON.Error()+": "+request.ErrMediaRefused.Error(), "media_not_allowed")},
 			// Anything else never shows its text.
 			{errors.New("raw upstream text"), badRequest("invalid request", "invalid_request")},
 			{admission.ErrQuiesced, badRequest("invalid request", "invalid_request")},
@@ -78,7 +79,7 @@ func TestRefusalAnswers(t *testing.T) {
 			{routing.ErrQueueTimeout, errExhausted},
 			{routing.ErrShuttingDown, errShuttingDown},
 			{admission.ErrUnknownTier, errInternal},
-			{routing.ErrBadJSON, errInternal},
+			{request.ErrBadJSON, errInternal},
 			{errors.New("x"), errInternal},
 		} {
 			assert.Equal(t, c.want, admissionError(c.err), "%v", c.err)
@@ -95,7 +96,7 @@ func TestRefusalAnswers(t *testing.T) {
 		assert.Equal(t, errAudioTooLarge, formError(fmt.Errorf("read: %w", &http.MaxBytesError{Limit: 1})))
 		assert.Equal(t, errInternal, formError(nil))
 		assert.Equal(t, errUnreadable, formError(errors.New("connection reset")))
-		assert.Equal(t, errUnreadable, formError(routing.ErrBadJSON))
+		assert.Equal(t, errUnreadable, formError(request.ErrBadJSON))
 	})
 }
 
@@ -125,14 +126,14 @@ func TestRefusalLabels(t *testing.T) {
 // sentinels are the exported sentinel errors of the packages whose refusals the server maps, by
 // their qualified names; TestEverySentinelHasARow keeps the list complete from the packages' source.
 var sentinels = map[string]error{
-	"routing.ErrBadField": routing.ErrBadField, "routing.ErrBadJSON": routing.ErrBadJSON,
-	"routing.ErrBadMaxTokens": routing.ErrBadMaxTokens, "routing.ErrContextExceeded": routing.ErrContextExceeded,
-	"routing.ErrDuplicateField": routing.ErrDuplicateField, "routing.ErrEndpointRefused": routing.ErrEndpointRefused,
-	"routing.ErrFoldedKey": routing.ErrFoldedKey, "routing.ErrMediaRefused": routing.ErrMediaRefused,
-	"routing.ErrMissingInput": routing.ErrMissingInput, "routing.ErrMissingModel": routing.ErrMissingModel,
-	"routing.ErrOutputExceeded": routing.ErrOutputExceeded, "routing.ErrQueueTimeout": routing.ErrQueueTimeout,
+	"request.ErrBadField": request.ErrBadField, "request.ErrBadJSON": request.ErrBadJSON,
+	"request.ErrBadMaxTokens": request.ErrBadMaxTokens, "request.ErrContextExceeded": request.ErrContextExceeded,
+	"request.ErrDuplicateField": request.ErrDuplicateField, "request.ErrEndpointRefused": request.ErrEndpointRefused,
+	"request.ErrFoldedKey": request.ErrFoldedKey, "request.ErrMediaRefused": request.ErrMediaRefused,
+	"request.ErrMissingInput": request.ErrMissingInput, "request.ErrMissingModel": request.ErrMissingModel,
+	"request.ErrOutputExceeded": request.ErrOutputExceeded, "routing.ErrQueueTimeout": routing.ErrQueueTimeout,
 	"routing.ErrQueued": routing.ErrQueued, "routing.ErrShuttingDown": routing.ErrShuttingDown,
-	"routing.ErrToolsRefused": routing.ErrToolsRefused, "routing.ErrUnknownAlias": routing.ErrUnknownAlias,
+	"request.ErrToolsRefused": request.ErrToolsRefused, "routing.ErrUnknownAlias": routing.ErrUnknownAlias,
 
 	"admission.ErrExhausted": admission.ErrExhausted, "admission.ErrInvalidReason": admission.ErrInvalidReason,
 	"admission.ErrInvalidSnapshot": admission.ErrInvalidSnapshot, "admission.ErrInvalidSpec": admission.ErrInvalidSpec,
@@ -197,7 +198,7 @@ func exportedSentinels(t *testing.T, dir string) []string {
 // it is given one or the other.
 func TestEverySentinelHasARow(t *testing.T) {
 	var declared []string
-	for _, dir := range []string{"../routing", "../admission", "../audioform"} {
+	for _, dir := range []string{"../routing", "../request", "../admission", "../audioform"} {
 		declared = append(declared, exportedSentinels(t, dir)...)
 	}
 	listed := make([]string, 0, len(sentinels))

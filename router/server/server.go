@@ -28,6 +28,7 @@ import (
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
 	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/router/statuspage"
@@ -289,13 +290,13 @@ func (s *Server) routes() *gin.Engine {
 	e.HEAD("/readyz", s.readyz)
 
 	v1 := e.Group("/v1")
-	v1.POST("/chat/completions", s.proxy(routing.ChatCompletions))
-	v1.POST("/completions", s.proxy(routing.Completions))
-	v1.POST("/responses", s.proxy(routing.Responses))
-	v1.POST("/embeddings", s.proxy(routing.Embeddings))
-	v1.POST("/audio/transcriptions", s.audioForm(routing.AudioTranscriptions))
-	v1.POST("/audio/translations", s.audioForm(routing.AudioTranslations))
-	v1.POST("/audio/speech", s.proxy(routing.AudioSpeech))
+	v1.POST("/chat/completions", s.proxy(request.ChatCompletions))
+	v1.POST("/completions", s.proxy(request.Completions))
+	v1.POST("/responses", s.proxy(request.Responses))
+	v1.POST("/embeddings", s.proxy(request.Embeddings))
+	v1.POST("/audio/transcriptions", s.audioForm(request.AudioTranscriptions))
+	v1.POST("/audio/translations", s.audioForm(request.AudioTranslations))
+	v1.POST("/audio/speech", s.proxy(request.AudioSpeech))
 	v1.GET("/models", s.models)
 
 	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);

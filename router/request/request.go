@@ -1,10 +1,12 @@
-package routing
+package request
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/anvil-llm/anvil/internal/jsonscan"
 )
 
 // Endpoint names the OpenAI surface a request arrived on; it decides which body fields carry the prompt
@@ -40,7 +42,7 @@ func (e Endpoint) Audio() bool {
 }
 
 // Multipart reports whether the endpoint's body is a multipart/form-data form (FormRequest) instead of
-// a JSON object (ParseRequest).
+// a JSON object (Parse).
 func (e Endpoint) Multipart() bool { return e == AudioTranscriptions || e == AudioTranslations }
 
 // Request is what the gates need from a parsed body: never the prompt itself.
@@ -160,7 +162,7 @@ const maxTokensLimit = 1 << 40
 // name is 21 ASCII letters; a folded letter takes at most 3 bytes).
 const maxKeyBytes = 64
 
-// ParseRequest reads a request body once, in place. It refuses anything that is not one JSON object
+// Parse reads a request body once, in place. It refuses anything that is not one JSON object
 // (as encoding/json would refuse it), with the model string and the endpoint's prompt field, and
 // measures the prompt conservatively. It materializes nothing it does not read: unknown fields are
 // validated and skipped, and only the model name is copied.
@@ -171,7 +173,7 @@ const maxKeyBytes = 64
 // items, every key that folds to "content", "text" or "type", and every copy of one, is measured, and
 // a key folding to a media key marks media: the estimate holds whichever copy an upstream reads.
 // The bodies of multipart endpoints are forms, never JSON: FormRequest describes them.
-func ParseRequest(ep Endpoint, body []byte) (Request, error) {
+func Parse(ep Endpoint, body []byte) (Request, error) {
 	if ep.Multipart() || int(ep) >= len(endpointPaths) {
 		return Request{}, ErrBadJSON
 	}
@@ -237,15 +239,15 @@ type parser struct {
 // starts. Key errors are kept for after validation: broken JSON is ErrBadJSON whatever its keys.
 func (p *parser) scan() error {
 	b := p.b
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return ErrBadJSON
 	}
-	end, err := eachMember(b, i, 0, func(m member) (int, error) {
+	end, err := jsonscan.EachMember(b, i, 0, func(m jsonscan.Member) (int, error) {
 		p.note(m)
-		return skipValue(b, m.value, 1)
+		return jsonscan.Skip(b, m.Value, 1)
 	})
-	if err != nil || skipSpace(b, end) != len(b) {
+	if err != nil || jsonscan.SkipSpace(b, end) != len(b) {
 		return ErrBadJSON
 	}
 	if p.keyErr != nil {
@@ -255,9 +257,9 @@ func (p *parser) scan() error {
 }
 
 // note classifies one top-level key.
-func (p *parser) note(m member) {
+func (p *parser) note(m jsonscan.Member) {
 	var buf [maxKeyBytes]byte
-	key, ok := decodeSmall(m.key, m.flags, buf[:])
+	key, ok := jsonscan.DecodeSmall(m.Key, m.Flags, buf[:])
 	if !ok {
 		return
 	}
@@ -271,7 +273,7 @@ func (p *parser) note(m member) {
 			if p.at[f] != 0 {
 				p.fail(&KeyError{Field: name, Duplicate: true})
 			}
-			p.at[f] = m.value
+			p.at[f] = m.Value
 			return
 		case equalFold(key, name):
 			p.fail(&KeyError{Field: name})
@@ -301,7 +303,7 @@ func (p *parser) request(ep Endpoint) (Request, error) {
 	if i == 0 || b[i] != '"' {
 		return Request{}, ErrMissingModel
 	}
-	end, flags, _ := scanString(b, i)
+	end, flags, _ := jsonscan.String(b, i)
 	if end-i == 2 {
 		return Request{}, ErrMissingModel
 	}
@@ -352,7 +354,7 @@ func (p *parser) maxOutput(ep Endpoint) (int64, error) {
 // written as 2.0 or 2e0 is refused: the router relays the caller's bytes, and upstreams disagree about
 // such numbers (Pydantic reads 2.0 as 2, Go's encoding/json refuses it for an integer).
 func positiveInteger(b []byte, i int) (int64, error) {
-	end, integer, err := scanNumber(b, i)
+	end, integer, err := jsonscan.Number(b, i)
 	if err != nil || !integer || b[i] == '-' || end-i > 13 { // 2^40 has 13 digits
 		return 0, ErrBadMaxTokens
 	}
@@ -376,7 +378,7 @@ func (p *parser) wantsTools() (bool, error) {
 		if p.b[i] != '[' {
 			return false, &FieldError{fieldNames[f]}
 		}
-		tools = tools || p.b[skipSpace(p.b, i+1)] != ']'
+		tools = tools || p.b[jsonscan.SkipSpace(p.b, i+1)] != ']'
 	}
 	if tools {
 		return true, nil
@@ -393,19 +395,19 @@ func isString(b []byte, i int, s string) bool {
 	if b[i] != '"' {
 		return false
 	}
-	end, flags, _ := scanString(b, i)
+	end, flags, _ := jsonscan.String(b, i)
 	var buf [maxKeyBytes]byte
-	got, ok := decodeSmall(b[i+1:end-1], flags, buf[:])
+	got, ok := jsonscan.DecodeSmall(b[i+1:end-1], flags, buf[:])
 	return ok && string(got) == s
 }
 
 // decodeString returns a validated string literal's decoded contents.
-func decodeString(raw []byte, flags strFlags) string {
-	if flags&strEscaped == 0 && (flags == 0 || utf8.Valid(raw)) {
+func decodeString(raw []byte, flags jsonscan.Flags) string {
+	if flags&jsonscan.Escaped == 0 && (flags == 0 || utf8.Valid(raw)) {
 		return string(raw)
 	}
 	out := make([]byte, 0, len(raw))
-	unescape(raw, func(r rune) bool {
+	jsonscan.Unescape(raw, func(r rune) bool {
 		out = utf8.AppendRune(out, r)
 		return true
 	})
