@@ -22,7 +22,9 @@
 //
 // Reading guide:
 //
-//   - request.go: Endpoint, Request, Parse, FormRequest, Body; the top-level fields and their keys.
+//   - endpoint.go: Endpoint, the surfaces and what each may reach.
+//   - request.go: Request, Parse, FormRequest, Body; the top-level fields and their keys; fold.go: the
+//     key matching under case folding, as encoding/json decides it.
 //   - measure.go: the prompt walkers (text, token IDs, messages, content parts, Responses items).
 //   - gates.go: Limits and Check, the gate refusals.
 package request

@@ -9,42 +9,6 @@ import (
 	"github.com/anvil-llm/anvil/internal/jsonscan"
 )
 
-// Endpoint names the OpenAI surface a request arrived on; it decides which body fields carry the prompt
-// and the requested output, and whether replica tiers may serve it at all.
-type Endpoint uint8
-
-const (
-	ChatCompletions Endpoint = iota
-	Completions
-	Responses
-	Embeddings
-	AudioTranscriptions // multipart/form-data in, text (JSON or SSE) out
-	AudioTranslations   // multipart/form-data in, text (JSON or SSE) out
-	AudioSpeech         // JSON in, audio bytes out
-)
-
-var endpointPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings",
-	"/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/speech"}
-
-// Path is the upstream path of the endpoint.
-func (e Endpoint) Path() string { return endpointPaths[e] }
-
-// ReplicaEligible reports whether replica tiers may serve the endpoint. Embeddings and the audio routes
-// (purpose routes) resolve only to direct tiers; replica scheduling never applies to them.
-func (e Endpoint) ReplicaEligible() bool {
-	return e == ChatCompletions || e == Completions || e == Responses
-}
-
-// Audio reports whether the endpoint is one of the audio routes. Audio is media: a tier serves them
-// only when its media gate allows media.
-func (e Endpoint) Audio() bool {
-	return e == AudioTranscriptions || e == AudioTranslations || e == AudioSpeech
-}
-
-// Multipart reports whether the endpoint's body is a multipart/form-data form (FormRequest) instead of
-// a JSON object (Parse).
-func (e Endpoint) Multipart() bool { return e == AudioTranscriptions || e == AudioTranslations }
-
 // Request is what the gates need from a parsed body: never the prompt itself.
 type Request struct {
 	Endpoint     Endpoint
@@ -412,45 +376,6 @@ func decodeString(raw []byte, flags jsonscan.Flags) string {
 		return true
 	})
 	return string(out)
-}
-
-// equalFold reports whether key equals an ASCII name under Unicode simple case folding, as
-// strings.EqualFold (and encoding/json's field matching) decide it. Only two non-ASCII runes fold to
-// ASCII letters: the Kelvin sign to k and the long s to s.
-func equalFold(key []byte, name string) bool {
-	if len(key) < len(name) || len(key) > 3*len(name) {
-		return false
-	}
-	i := 0
-	for j := 0; j < len(name); j++ {
-		if i >= len(key) {
-			return false
-		}
-		r, size := rune(key[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRune(key[i:])
-		}
-		i += size
-		if !foldsTo(r, name[j]) {
-			return false
-		}
-	}
-	return i == len(key)
-}
-
-// foldsTo reports whether rune r folds to the ASCII byte c.
-func foldsTo(r rune, c byte) bool {
-	switch {
-	case r == rune(c):
-		return true
-	case 'a' <= c && c <= 'z' && r == rune(c-'a'+'A'):
-		return true
-	case c == 'k':
-		return r == '\u212a' // KELVIN SIGN
-	case c == 's':
-		return r == '\u017f' // LATIN SMALL LETTER LONG S
-	}
-	return false
 }
 
 // EstimateTokens is the gate's documented, conservative prompt estimate: one token per three bytes of
