@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/router/manage"
 )
 
@@ -38,7 +38,7 @@ func newReloadCmd(con console) *cobra.Command {
 
 func runReload(cmd *cobra.Command, con console, f *reloadFlags) error {
 	if f.output != "table" && f.output != "json" {
-		return usageError{errors.New("--output must be table or json")}
+		return cmdline.Usagef("--output must be table or json")
 	}
 	client, err := f.client(con)
 	if err != nil {
@@ -51,7 +51,7 @@ func runReload(cmd *cobra.Command, con console, f *reloadFlags) error {
 		return err
 	}
 	if f.output == "json" {
-		return writeJSON(cmd.OutOrStdout(), resp)
+		return cmdline.WriteJSON(cmd.OutOrStdout(), resp)
 	}
 	return renderReload(cmd.OutOrStdout(), resp)
 }

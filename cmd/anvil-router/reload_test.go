@@ -99,7 +99,7 @@ func testReloadCommand(t *testing.T, bin string) {
 
 	digest = writeConfig(t, path, routerrig.YAML(urls, "readiness:\n  interval: 3s\n"))
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGHUP))
-	p.waitLog(t, `msg="config reloaded"`)
+	p.waitLog(t, `msg="config reloaded" generation=3`) // generation 2's line is in the log too
 	st = p.configStatus(t)
 	assert.Equal(t, uint64(3), st.Generation)
 	assert.Equal(t, digest, st.Digest)
@@ -117,7 +117,7 @@ func testServeWatch(t *testing.T, bin string) {
 	p := serveBinary(t, bin, path, "--watch", "--watch-interval", "100ms")
 
 	digest := writeConfig(t, path, withAlias(routerrig.YAML(urls, "")))
-	p.waitLog(t, `msg="config reloaded"`)
+	p.waitLog(t, `msg="config reloaded" generation=2`)
 	st := p.configStatus(t)
 	assert.Equal(t, uint64(2), st.Generation)
 	assert.Equal(t, digest, st.Digest)
@@ -128,7 +128,7 @@ func testServeWatch(t *testing.T, bin string) {
 	assert.Equal(t, uint64(2), p.configStatus(t).Generation)
 
 	digest = writeConfig(t, path, routerrig.YAML(urls, ""))
-	p.waitLog(t, `msg="config reloaded"`)
+	p.waitLog(t, `msg="config reloaded" generation=3`)
 	st = p.configStatus(t)
 	assert.Equal(t, uint64(3), st.Generation)
 	assert.Equal(t, digest, st.Digest)

@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/internal/logwriter"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
@@ -43,17 +41,17 @@ func newServe() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case f.demo == (f.config != ""):
-				return usageError{fmt.Errorf("serve needs exactly one of --config FILE or --demo")}
+				return cmdline.Usagef("serve needs exactly one of --config FILE or --demo")
 			case f.drive < 0 || f.drive > 100000:
-				return usageError{fmt.Errorf("--drive must be 0-100000")}
+				return cmdline.Usagef("--drive must be 0-100000")
 			case f.drive > 0 && !f.demo:
-				return usageError{fmt.Errorf("--drive works only with --demo")}
+				return cmdline.Usagef("--drive works only with --demo")
 			case f.watch && f.demo:
-				return usageError{fmt.Errorf("--watch works only with --config")}
+				return cmdline.Usagef("--watch works only with --config")
 			case cmd.Flags().Changed("watch-interval") && !f.watch:
-				return usageError{fmt.Errorf("--watch-interval works only with --watch")}
+				return cmdline.Usagef("--watch-interval works only with --watch")
 			case f.watchInterval < watch.MinInterval || f.watchInterval > watch.MaxInterval:
-				return usageError{fmt.Errorf("--watch-interval must be 100ms-1h")}
+				return cmdline.Usagef("--watch-interval must be 100ms-1h")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -96,7 +94,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	src := load.NewSource(f.config, overlayEnv(over))
 	loaded, err := src.Load(ctx)
 	if err != nil {
-		return usageError{err}
+		return cmdline.UsageError{Err: err}
 	}
 	cfg := loaded.Config
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
@@ -105,7 +103,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	srv, err := server.New(cfg, server.Options{Logger: log, ConfigPath: f.config, ConfigDigest: loaded.Digest,
 		Load: sourceLoader(src), Diff: server.ConfigDiff})
 	if errors.Is(err, intent.ErrInvalid) {
-		return usageError{err} // a malformed intent file is refused like a malformed config
+		return cmdline.UsageError{Err: err} // a malformed intent file is refused like a malformed config
 	}
 	if err != nil {
 		return err
@@ -122,7 +120,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 		if err != nil {
 			_ = srv.Close()
 			_ = ln.Close()
-			return usageError{err}
+			return cmdline.UsageError{Err: err}
 		}
 		defer stopWatch()
 	}
@@ -190,20 +188,4 @@ func newLogger(w io.Writer, l config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// token returns the environment's value for key, or a fresh random token.
-func token(key string) string {
-	if v, ok := os.LookupEnv(key); ok && v != "" {
-		return v
-	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "anvil-" + hex.EncodeToString(b[:])
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }
