@@ -79,6 +79,13 @@ var errNoConfigFile = errors.New("the router was not started from a config file"
 func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest string) (manage.ReloadResponse, error) {
 	cur := s.current()
 	if digest != "" && digest == cur.digest {
+		// The file is the same, but its certificate files may have been rotated under it: they are
+		// re-read on every reload.
+		cert, err := loadCertificate(cfg.TLS())
+		if err != nil {
+			return manage.ReloadResponse{}, s.refused(err)
+		}
+		s.cert.Store(cert)
 		s.recordReload(manage.ReloadUnchanged, nil, nil)
 		return manage.ReloadResponse{Result: manage.ReloadUnchanged, Digest: digest, Generation: cur.number,
 			Changes: []string{}}, nil
