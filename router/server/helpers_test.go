@@ -49,6 +49,9 @@ type member struct {
 	nanRunning atomic.Bool
 	// planted, when set, is appended to its real /metrics page: raw metric text no surface may echo.
 	planted atomic.Pointer[string]
+	// gate, when set, holds every generation request (after it is counted) until the channel is
+	// closed or the request ends: the test decides when leases end.
+	gate atomic.Pointer[chan struct{}]
 
 	mu  sync.Mutex
 	ids []string // the X-Request-Id of every generation request, in arrival order
@@ -109,6 +112,13 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 		select {
 		case m.entered <- struct{}{}:
 		default:
+		}
+		if g := m.gate.Load(); g != nil {
+			select {
+			case <-*g:
+			case <-r.Context().Done():
+				return
+			}
 		}
 		h.ServeHTTP(w, r)
 	}))

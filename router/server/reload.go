@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -80,6 +79,13 @@ var errNoConfigFile = errors.New("the router was not started from a config file"
 func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest string) (manage.ReloadResponse, error) {
 	cur := s.current()
 	if digest != "" && digest == cur.digest && s.sameFiles(cur.cfg, cfg) {
+		// The file is the same, but its certificate files may have been rotated under it: they are
+		// re-read on every reload.
+		cert, err := loadCertificate(cfg.TLS())
+		if err != nil {
+			return manage.ReloadResponse{}, s.refused(err)
+		}
+		s.cert.Store(cert)
 		s.recordReload(manage.ReloadUnchanged, nil, nil)
 		return manage.ReloadResponse{Result: manage.ReloadUnchanged, Digest: digest, Generation: cur.number,
 			Changes: []string{}}, nil
@@ -101,21 +107,16 @@ func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest str
 		Changes: changes}, nil
 }
 
-// sameFiles reports whether the files a config names hold what the running generation loaded:
-// the config file's digest alone cannot tell that a token file or the certificate was rotated under
-// it, and such a reload must apply (serve --watch polls those files for exactly that).
+// sameFiles reports whether the token files a config names hold what the running generation
+// loaded (config.Diff lists no change): the config file's digest alone cannot tell that a token file
+// was rotated under it, and such a reload must apply (serve --watch polls those files for exactly
+// that). The certificate is re-read by every reload anyway, an unchanged one included.
 func (s *Server) sameFiles(running, next config.Config) bool {
-	if s.opts.Diff != nil {
-		if changes, err := s.opts.Diff(running, next); err != nil || len(changes) > 0 {
-			return false
-		}
-	}
-	if !next.TLS().Enabled() {
+	if s.opts.Diff == nil {
 		return true
 	}
-	cert, err := loadCertificate(next.TLS())
-	cur := s.cert.Load()
-	return err == nil && cur != nil && slices.EqualFunc(cert.Certificate, cur.Certificate, bytes.Equal)
+	changes, err := s.opts.Diff(running, next)
+	return err == nil && len(changes) == 0
 }
 
 // prepare builds and validates the next generation without changing anything; commit applies the

@@ -151,29 +151,3 @@ func TestReloadThroughTheSource(t *testing.T) {
 	assert.Equal(t, manage.ReloadRefused, st.LastReload.Result)
 	assert.Equal(t, "config: log.level: restart required", st.LastReload.Error)
 }
-
-// TestReloadSeesARotatedCertificate: new certificate bytes under the same file names and the same
-// config file apply (a new generation, no config change listed); the same bytes again are unchanged.
-func TestReloadSeesARotatedCertificate(t *testing.T) {
-	certPath, keyPath, _ := selfSigned(t)
-	ms := startMembers(t, 2)
-	r := startSourceRouter(t, replicaYAML(ms, tierOpts{extra: "tls:\n  cert_file: " + certPath + "\n  key_file: " + keyPath + "\n"}))
-	code, resp, body := r.reload(t)
-	require.Equal(t, http.StatusOK, code, body)
-	require.Equal(t, manage.ReloadUnchanged, resp.Result)
-
-	newCert, newKey, _ := selfSigned(t)
-	for from, to := range map[string]string{newCert: certPath, newKey: keyPath} {
-		b, err := os.ReadFile(from)
-		require.NoError(t, err)
-		require.NoError(t, os.WriteFile(to, b, 0o600))
-	}
-	code, resp, body = r.reload(t)
-	require.Equal(t, http.StatusOK, code, body)
-	assert.Equal(t, manage.ReloadApplied, resp.Result)
-	assert.Empty(t, resp.Changes)
-	assert.Equal(t, uint64(2), resp.Generation)
-	code, resp, body = r.reload(t)
-	require.Equal(t, http.StatusOK, code, body)
-	assert.Equal(t, manage.ReloadUnchanged, resp.Result)
-}
