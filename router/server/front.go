@@ -15,6 +15,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
@@ -23,7 +24,7 @@ import (
 // the lease is released and the request recorded on every path, panics included. The request runs
 // under the generation it took on arrival (or, when its admission raced a reload, the one it was
 // admitted under: resolveAdmit).
-func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
+func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		g := s.genOf(c)
 		at := g.router.Begin(requestID(c), s.now())
@@ -40,7 +41,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 		at.Dispatched()
 		res := g.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: req.Body(tier.ServedModel), Stream: req.Stream,
-			PassThrough: ep == routing.AudioSpeech, // audio bytes, relayed as they come
+			PassThrough: ep == request.AudioSpeech, // audio bytes, relayed as they come
 			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
@@ -56,7 +57,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 // with, unless a reload was published while it was being admitted (or while it waited in a queue),
 // in which case the walk moves to the generation in force, resolves again (a removed alias is then
 // the ordinary 404) and admits there, keeping its place in a queue.
-func (s *Server) resolveAdmit(c *gin.Context, g *generation, at *routing.Attempt, req routing.Request) (*generation, config.Tier, routing.Target, bool) {
+func (s *Server) resolveAdmit(c *gin.Context, g *generation, at *routing.Attempt, req request.Request) (*generation, config.Tier, routing.Target, bool) {
 	for {
 		tier, err := at.Resolve(req)
 		if err != nil {
@@ -154,11 +155,11 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 // does not fit the budget gets 503, without a "100 Continue" (net/http sends it only when the handler
 // first reads) and without a byte of the body in memory. The budget is held for the read and the
 // parse; an admitted request's body then lives as long as its lease, which admission bounds.
-func (s *Server) parse(c *gin.Context, g *generation, ep routing.Endpoint) (routing.Request, bool) {
+func (s *Server) parse(c *gin.Context, g *generation, ep request.Endpoint) (request.Request, bool) {
 	limit, declared := g.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
 	if declared > limit {
 		abort(c, errTooLarge)
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
 	reserve := limit // an unknown length may use the whole limit
 	if declared >= 0 {
@@ -166,22 +167,22 @@ func (s *Server) parse(c *gin.Context, g *generation, ep routing.Endpoint) (rout
 	}
 	if !s.bodies.take(reserve) {
 		abort(c, errBusy)
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
 	defer s.bodies.give(reserve)
 	body, err := readBody(c.Request.Body, declared, limit)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		abort(c, errTooLarge)
-		return routing.Request{}, false
+		return request.Request{}, false
 	case err != nil:
 		abort(c, errUnreadable)
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
-	req, err := routing.ParseRequest(ep, body)
+	req, err := request.Parse(ep, body)
 	if err != nil {
 		abort(c, requestError(err))
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
 	return req, true
 }

@@ -46,7 +46,7 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 	up := cfg.Upstream()
 	g := &generation{number: router.Generation(), cfg: cfg, digest: digest, router: router, client: client,
 		relay: relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
-			FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout}),
+			FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout, Now: s.clock}),
 		plan: capacity.Plan(cfg), callers: cfg.CallerTokens(), loadedAt: s.now(), done: make(chan struct{})}
 	if t := cfg.AdminToken(); !t.IsZero() {
 		g.admin = []config.Secret{t}

@@ -133,7 +133,7 @@ func (s *Server) prepare(ctx context.Context, cur *generation, cfg config.Config
 	var opts []routing.Option
 	var cache *scrape.Cache // created here when the first capacity tier arrives
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 && s.pressure.Load() == nil {
-		if cache, err = scrape.NewCache(specs, s.client, scrape.Options{Observe: s.metrics.scraped}); err != nil {
+		if cache, err = scrape.NewCache(specs, s.client, scrape.Options{Now: s.clock, Observe: s.metrics.scraped}); err != nil {
 			return nil, nil, nil, fmt.Errorf("pressure cache: %w", err)
 		}
 		opts = append(opts, routing.WithPressure(cache))
