@@ -46,7 +46,7 @@ type TierView[M any] struct {
 	State          string `json:"state"`
 	Reason         string `json:"reason,omitempty"`
 	Draining       bool   `json:"draining"`
-	Retiring       bool   `json:"retiring,omitempty"` // removed by a reload, finishing what it holds
+	Retiring       bool   `json:"retiring,omitempty"` // views only: a tier a reload removed that still holds leases
 	Active         int64  `json:"active_requests"`
 	MaxConcurrency int64  `json:"max_concurrency"`
 	Released       uint64 `json:"released"`

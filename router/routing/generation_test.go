@@ -2,6 +2,7 @@ package routing
 
 import (
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -15,6 +16,7 @@ import (
 
 // readyMap is a readiness source that follows the generation: every configured member is ready.
 type readyMap struct {
+	mu      sync.Mutex
 	tiers   map[string]map[string]bool
 	staged  int
 	commits int
@@ -40,6 +42,8 @@ func readyFor(cfg config.Config) map[string]map[string]bool {
 }
 
 func (r *readyMap) Snapshot(tier string) map[string]bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	out := map[string]bool{}
 	for id, v := range r.tiers[tier] {
 		out[id] = v
@@ -53,7 +57,12 @@ func (r *readyMap) Stage(cfg config.Config) (func(), error) {
 	}
 	r.staged++
 	next := readyFor(cfg)
-	return func() { r.commits++; r.tiers = next }, nil
+	return func() {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.commits++
+		r.tiers = next
+	}, nil
 }
 
 // genConfig is walkConfig with the pool's member ceilings, an optional third member and m0's

@@ -194,6 +194,8 @@ func (s *Server) drainScope(ctx context.Context, t *admission.TierAdmission, mem
 		return "", fixed(errDrainAborted), nil
 	case errors.Is(err, admission.ErrNotQuiesced):
 		return "", fixed(errNotQuiesced), nil
+	case errors.Is(err, admission.ErrUnknownMember):
+		return "", fixed(errUnknownMember), nil // a reload removed the member while the drain waited
 	case errors.Is(err, context.DeadlineExceeded), errors.Is(err, context.Canceled):
 		left := scopeOf(tierState(t.Snapshot()), member).Active
 		return "", fixed(errDrainTimeout), &left

@@ -154,10 +154,6 @@ var sentinels = map[string]error{
 // noRow are the sentinels the refusal table leaves out, each with the reason.
 var noRow = map[string]string{
 	"routing.ErrQueued":            "never answered: admit waits in the queue and asks again (front.go)",
-	"routing.ErrSuperseded":        "never answered: resolveAdmit admits again under the generation in force (front.go)",
-	"admission.ErrSuperseded":      "routing.ErrSuperseded is this very error: never answered, admitted again (front.go)",
-	"admission.ErrStale":           "reload only: a Publish that lost, refused by the reload endpoint, never on the request path",
-	"routing.ErrNotNext":           "reload only: Publish of a generation Next did not build, never on the request path",
 	"admission.ErrQueueAhead":      "only ever wrapped with ErrExhausted, whose row answers it (exhausted)",
 	"admission.ErrInvalidSnapshot": "a walk bug, answered as an internal error like any stranger",
 	"admission.ErrInvalidSpec":     "construction only: a built config never produces it on the request path",
@@ -167,6 +163,10 @@ var noRow = map[string]string{
 	"admission.ErrNotQuiesced":     "the admin API's drain answers it (not_quiesced, drain_aborted)",
 	"admission.ErrInvalidReason":   "the transition grammar validates reasons before admission sees them (router/manage)",
 	"admission.ErrNoQueue":         "the walk enqueues only on tiers with a queue",
+	"admission.ErrSuperseded":      "never answered: a walk that raced a reload retries under the generation in force (resolveAdmit)",
+	"routing.ErrSuperseded":        "admission.ErrSuperseded itself: never answered, the walk retries (resolveAdmit)",
+	"admission.ErrStale":           "reload only: a Commit over a superseded generation, never on the request path",
+	"routing.ErrNotNext":           "reload only: Publish of a generation Next did not build, never on the request path",
 }
 
 // exportedSentinels returns pkg.ErrX for every exported package-level Err variable in dir's

@@ -173,8 +173,9 @@ func (s *Server) prepare(ctx context.Context, cur *generation, cfg config.Config
 }
 
 // restartRequired refuses the changes this router cannot apply live: the listen addresses (the
-// listeners are bound), whether TLS is on, intent_file (its store is open and restored), and the
-// decision log's file and ring (the sink's file is open; the ring is sized once). The DiffFunc hook
+// listeners are bound), whether TLS is on, intent_file (its store is open and restored), the
+// decision log's file and ring (the sink's file is open; the ring is sized once) and the log's
+// format and level (the logger is built once, before the server). The DiffFunc hook
 // may refuse more, never less.
 func restartRequired(running, next config.Config) error {
 	type check struct {
@@ -190,6 +191,7 @@ func restartRequired(running, next config.Config) error {
 		{"decision_log.jsonl_path", rd.JSONLPath == nd.JSONLPath},
 		{"decision_log.ring_size", rd.RingSize == nd.RingSize},
 		{"decision_log.max_line_bytes", rd.MaxLineBytes == nd.MaxLineBytes},
+		{"log", running.Log() == next.Log()},
 	} {
 		if !c.eq {
 			return fmt.Errorf("%s: %w", c.key, ErrRestartRequired)
