@@ -192,6 +192,20 @@ func rules() []importRule {
 			subjects: []string{"qualification", "cmd/anvil-qualify"},
 			applies:  func(rel string) bool { return rel != "cmd/anvil-qualify" && !under(rel, "qualification") },
 			forbids:  func(_, dep string) bool { l := local(dep); return l != "" && under(l, "qualification") }},
+		{why: "go-systemd appears only in router/listen",
+			subjects: []string{"router/listen"}, applies: func(rel string) bool { return rel != "router/listen" },
+			forbids: func(_, dep string) bool { return external(dep, "github.com/coreos/go-systemd") }},
+		{why: "router/listen opens sockets: the standard library and go-systemd only",
+			subjects: []string{"router/listen"}, applies: exact("router/listen"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") && !external(dep, "github.com/coreos/go-systemd")
+			}},
+		{why: "only the router's command (cmd/anvil-router, internal/cli) opens the listeners of router/listen",
+			subjects: []string{"router/listen", "cmd/anvil-router"},
+			applies: func(rel string) bool {
+				return rel != "router/listen" && rel != "cmd/anvil-router" && !under(rel, "internal/cli")
+			},
+			forbids: func(_, dep string) bool { return local(dep) == "router/listen" }},
 		{why: "nothing imports a command",
 			subjects: []string{"cmd/anvil-router"}, applies: func(string) bool { return true },
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "cmd") }},
@@ -568,6 +582,12 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "qualification is a black-box client"},
 		{"the simulator depends on qualification", "sim/report",
 			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
+		{"go-systemd outside router/listen", "router/server",
+			`import "github.com/coreos/go-systemd/v22/activation"; var _ = activation.Files`, "go-systemd appears only in router/listen"},
+		{"the server opens the activated listeners itself", "router/server",
+			`import "github.com/anvil-llm/anvil/router/listen"; var _ = listen.Open`, "only the router's command"},
+		{"listen depends on the config", "router/listen",
+			`import "github.com/anvil-llm/anvil/router/config"; var _ = config.EnvListen`, "router/listen opens sockets"},
 		{"fakevllm depends on the router", "fakevllm/profile",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
 	}
