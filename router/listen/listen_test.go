@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -190,5 +191,14 @@ func TestOpenConsumesTheEnvironment(t *testing.T) {
 	for _, k := range []string{"LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES"} {
 		_, set := os.LookupEnv(k)
 		assert.False(t, set, k)
+	}
+}
+
+// The socket units shipped under deploy/systemd name their sockets as Open matches them.
+func TestShippedSocketUnitsUseTheseNames(t *testing.T) {
+	for unit, want := range map[string]string{"anvil-router.socket": APIName, "anvil-router-metrics.socket": MetricsName} {
+		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "systemd", unit))
+		require.NoError(t, err)
+		assert.Contains(t, strings.Split(string(b), "\n"), "FileDescriptorName="+want, unit)
 	}
 }
