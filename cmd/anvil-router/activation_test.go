@@ -394,7 +394,7 @@ func testUnknownSocketName(t *testing.T, sa, bin string) {
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, exitUsage, r.wait(t))
-	assert.Contains(t, r.stderr.String(), `socket "anvil-router.socket": the router takes only sockets named anvil-api or anvil-metrics`)
+	assert.Contains(t, r.stderr.String(), `socket "anvil-router.socket": the router takes only sockets named "anvil-api" or "anvil-metrics"`)
 }
 
 // TestSocketActivationFailsUnderCIWithoutTheTool runs the socket-activation test in a child whose

@@ -15,7 +15,7 @@ import (
 
 // Units are the unit files shipped beside this file.
 //
-//go:embed anvil-router.service anvil-router.socket anvil-router-metrics.socket
+//go:embed anvil-router.service anvil-router.socket anvil-router-metrics.socket anvil-router.service.d/metrics.conf
 var Units embed.FS
 
 // The unit names and the socket names the router takes (router/listen's APIName and MetricsName).
@@ -23,6 +23,7 @@ const (
 	ServiceUnit       = "anvil-router.service"
 	APISocketUnit     = "anvil-router.socket"
 	MetricsSocketUnit = "anvil-router-metrics.socket"
+	MetricsDropIn     = "anvil-router.service.d/metrics.conf" // adds the metrics socket to the service
 	APIName           = "anvil-api"
 	MetricsName       = "anvil-metrics"
 	// defaultShutdownGrace is the router's shutdown_grace default: a stop must wait longer.
@@ -70,16 +71,20 @@ func (u Unit) Get(section, key string) string {
 	return vs[len(vs)-1]
 }
 
+// Names are the files Check reads, as units' keys: the units and the metrics drop-in.
+func Names() []string { return []string{ServiceUnit, APISocketUnit, MetricsSocketUnit, MetricsDropIn} }
+
 // Check returns every way the units break the contract the router relies on: each socket named
-// for router/listen and with a backlog; the service taking both sockets, reloading with SIGHUP,
-// waiting past the shutdown grace, and running hardened. units maps a unit name to its file.
+// for router/listen and with a backlog; the service taking the front door socket (and, through the
+// drop-in, the metrics socket), reloading with SIGHUP, waiting past the shutdown grace, and running
+// hardened. units maps each of Names to its file.
 func Check(units map[string][]byte) []string {
 	var problems []string
 	bad := func(unit, format string, args ...any) {
 		problems = append(problems, unit+": "+fmt.Sprintf(format, args...))
 	}
 	parsed := map[string]Unit{}
-	for _, name := range []string{ServiceUnit, APISocketUnit, MetricsSocketUnit} {
+	for _, name := range Names() {
 		b, ok := units[name]
 		if !ok {
 			bad(name, "missing")
@@ -112,6 +117,9 @@ func Check(units map[string][]byte) []string {
 		if s := u.Get("Socket", "Service"); s != ServiceUnit {
 			bad(name, "Service=%q, want %q", s, ServiceUnit)
 		}
+	}
+	if d, ok := parsed[MetricsDropIn]; ok && !slices.Contains(strings.Fields(strings.Join(d["Service"]["Sockets"], " ")), MetricsSocketUnit) {
+		bad(MetricsDropIn, "Sockets= does not name %s: the metrics socket would start the service but never reach it", MetricsSocketUnit)
 	}
 	if s, ok := parsed[ServiceUnit]; ok {
 		checkService(s, func(format string, args ...any) { bad(ServiceUnit, format, args...) })

@@ -15,7 +15,7 @@ import (
 func shipped(t *testing.T) map[string][]byte {
 	t.Helper()
 	units := map[string][]byte{}
-	for _, name := range []string{ServiceUnit, APISocketUnit, MetricsSocketUnit} {
+	for _, name := range Names() {
 		b, err := Units.ReadFile(name)
 		require.NoError(t, err)
 		units[name] = b
@@ -38,7 +38,8 @@ func TestCheckCatchesPlantedErrors(t *testing.T) {
 		{"no address", MetricsSocketUnit, "ListenStream=127.0.0.1:9090\n", "", "anvil-router-metrics.socket: no ListenStream="},
 		{"one process per connection", APISocketUnit, "NoDelay=yes", "Accept=yes", "Accept=yes: the router takes the listening socket"},
 		{"socket activates another service", MetricsSocketUnit, "Service=anvil-router.service", "Service=other.service", `Service="other.service"`},
-		{"service without the front door", ServiceUnit, "Sockets=anvil-router.socket anvil-router-metrics.socket", "Sockets=anvil-router-metrics.socket", "Sockets= does not name anvil-router.socket"},
+		{"service without the front door", ServiceUnit, "Sockets=anvil-router.socket", "Sockets=anvil-router-metrics.socket", "Sockets= does not name anvil-router.socket"},
+		{"drop-in without the metrics socket", MetricsDropIn, "Sockets=anvil-router-metrics.socket", "Sockets=anvil-router.socket", "anvil-router.service.d/metrics.conf: Sockets= does not name anvil-router-metrics.socket"},
 		{"service not bound to its socket", ServiceUnit, "Requires=anvil-router.socket\n", "", "Requires= does not name anvil-router.socket"},
 		{"notify without notification", ServiceUnit, "Type=simple", "Type=notify", "Type=notify: the router sends no readiness notification"},
 		{"reload restarts", ServiceUnit, "ExecReload=/bin/kill -HUP $MAINPID", "ExecReload=/bin/kill -TERM $MAINPID", "does not send SIGHUP"},
@@ -91,6 +92,7 @@ func installed(t *testing.T) string {
 	dir := t.TempDir()
 	stub := filepath.Join(dir, "anvil-router")
 	require.NoError(t, os.WriteFile(stub, []byte("#!/bin/sh\n"), 0o755))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ServiceUnit+".d"), 0o755))
 	for name, b := range shipped(t) {
 		b = []byte(strings.ReplaceAll(string(b), "/usr/local/bin/anvil-router", stub))
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), b, 0o644))
@@ -98,14 +100,30 @@ func installed(t *testing.T) string {
 	return dir
 }
 
+// systemd-analyze verify reads the units and the drop-in beside them and reports nothing; a
+// planted mistake in any of them is reported, so the drop-in is read too.
 func TestSystemdAnalyzeVerify(t *testing.T) {
 	sa := systemdAnalyze(t)
-	dir := installed(t)
-	cmd := exec.Command(sa, "verify", "--man=no", "./"+ServiceUnit, "./"+APISocketUnit, "./"+MetricsSocketUnit)
-	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
-	assert.NoError(t, err, "%s", out)
-	assert.Empty(t, string(out), "verify reports nothing")
+	verify := func(t *testing.T, dir string) string {
+		cmd := exec.Command(sa, "verify", "--man=no", "./"+ServiceUnit, "./"+APISocketUnit, "./"+MetricsSocketUnit)
+		cmd.Dir = dir
+		out, _ := cmd.CombinedOutput()
+		return string(out)
+	}
+	t.Run("shipped", func(t *testing.T) {
+		assert.Empty(t, verify(t, installed(t)), "verify reports nothing")
+	})
+	for _, name := range []string{ServiceUnit, APISocketUnit, MetricsDropIn} {
+		t.Run("planted in "+name, func(t *testing.T) {
+			dir := installed(t)
+			f, err := os.OpenFile(filepath.Join(dir, name), os.O_APPEND|os.O_WRONLY, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("NoSuchSetting=1\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+			assert.Contains(t, verify(t, dir), "Unknown key 'NoSuchSetting'")
+		})
+	}
 }
 
 // The service's exposure (systemd-analyze security, offline) stays at most 2.0 of 10, "OK" in

@@ -83,7 +83,7 @@ func open(ctx context.Context, files []*os.File, a Addrs) (l Listeners, err erro
 		case MetricsName:
 			slot = &l.Metrics
 		default:
-			return l, fmt.Errorf("%w: socket %q: the router takes only sockets named %s or %s (FileDescriptorName=)",
+			return l, fmt.Errorf("%w: socket %q: the router takes only sockets named %q or %q (FileDescriptorName=)",
 				ErrActivation, name, APIName, MetricsName)
 		}
 		if *slot != nil {

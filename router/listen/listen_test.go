@@ -142,7 +142,7 @@ func TestOpenRefuses(t *testing.T) {
 		{"unnamed socket (the unit's default name)", func(t *testing.T) []*os.File {
 			_, f := held(t, "anvil-router.socket")
 			return []*os.File{f}
-		}, Addrs{API: "127.0.0.1:0"}, ErrActivation, `socket "anvil-router.socket": the router takes only sockets named anvil-api or anvil-metrics`},
+		}, Addrs{API: "127.0.0.1:0"}, ErrActivation, `socket "anvil-router.socket": the router takes only sockets named "anvil-api" or "anvil-metrics"`},
 		{"name passed twice", func(t *testing.T) []*os.File {
 			_, a := held(t, APIName)
 			_, b := held(t, APIName)
