@@ -285,6 +285,7 @@ func TestSocketActivation(t *testing.T) {
 	}
 	bin := buildRouter(t)
 	t.Run("restart drops nothing", func(t *testing.T) { testRestartDropsNothing(t, sa, bin) })
+	t.Run("without a held socket a restart refuses", func(t *testing.T) { testRestartWithoutHeldSocket(t, bin) })
 	t.Run("two sockets by name", func(t *testing.T) { testTwoSockets(t, sa, bin) })
 	t.Run("unknown socket name refuses startup", func(t *testing.T) { testUnknownSocketName(t, sa, bin) })
 }
@@ -356,6 +357,18 @@ func testRestartDropsNothing(t *testing.T, sa, bin string) {
 	assert.Equal(t, drainConns+downConns, served, next.stderr.String())
 	assert.Zero(t, refused)
 	next.stop(t)
+}
+
+// The contrast: a router that binds its own listener takes it down with it, so a connection made
+// between the old process's exit and the next one's start is refused.
+func testRestartWithoutHeldSocket(t *testing.T, bin string) {
+	cfg := filepath.Join(t.TempDir(), "router.yaml")
+	require.NoError(t, os.WriteFile(cfg, []byte(routerrig.YAML(routerrig.Fakes(t, 3), "")), 0o600))
+	p := serveBinary(t, bin, cfg)
+	addr := strings.TrimPrefix(p.url, "http://")
+	p.stop(t)
+	_, err := net.DialTimeout("tcp", addr, activationDeadline)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
 }
 
 // A unit with two sockets: the front door and the metrics socket are matched by name, whatever
