@@ -212,8 +212,9 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, e := range sc.Events {
 			if e.Member != "" {
-				_, ok := sc.Member(e.Member)
+				_, ok := sc.EverMember(e.Member)
 				require.True(t, ok)
+				require.True(t, sc.ConfiguredAt(e.Member, e.At))
 			}
 		}
 	})

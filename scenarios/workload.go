@@ -193,6 +193,9 @@ func (s *Scenario) validateEvent(e *Event, path string) error {
 	if err := s.memberRef(path+".member", e.Member, memberOnly(e.Action)); err != nil {
 		return err
 	}
+	if e.Member != "" && !s.ConfiguredAt(e.Member, e.At) {
+		return invalid(path+".member", "names a member not configured at this event's time (reloads add and remove members)")
+	}
 	if err := e.onlyFields(path); err != nil {
 		return err
 	}
@@ -214,6 +217,9 @@ func (s *Scenario) validateEvent(e *Event, path string) error {
 	case ActionRestart:
 		if e.Member != "" {
 			return invalid(path+".member", "does not apply to restart: the whole router restarts")
+		}
+		if len(s.Reloads) > 0 {
+			return invalid(path+".action", "restart cannot be combined with reloads: the simulated restart reloads the initial configuration")
 		}
 	}
 	return nil
