@@ -79,6 +79,7 @@ func (w *world) arrive(client int) {
 	if errors.Is(err, routing.ErrUnknownAlias) {
 		status = 404
 	}
+	w.refusedReload(false)
 	w.settle(id, decisionlog.OutcomeRefused, status)
 }
 
@@ -104,6 +105,7 @@ func (w *world) admitted(id int, target routing.Target, err error, sh scenarios.
 	}
 	if err != nil {
 		w.notAdmitted(err)
+		w.refusedReload(errors.Is(err, admission.ErrQuiesced))
 		status := 503
 		if !errors.Is(err, admission.ErrQuiesced) && !errors.Is(err, admission.ErrExhausted) &&
 			!errors.Is(err, routing.ErrShuttingDown) {
@@ -122,6 +124,7 @@ func (w *world) admitted(id int, target routing.Target, err error, sh scenarios.
 	w.auditDecision(w.attempts.get(rs.attempt), target.Member)
 	w.auditScope(mi)
 	w.acct.change(w.now, mi, +1)
+	w.admittedReload(mi)
 	w.audit()
 	w.dispatch1(id, m, sh)
 }

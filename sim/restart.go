@@ -117,7 +117,7 @@ func (w *world) restart() error {
 	}
 	w.sick = 0 // the new process starts with every member healthy
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
-	w.ready = newReadiness(w.tier)
+	w.ready = newReadiness(w.tier, w.sc.AllMembers())
 	w.refreshReadiness()
 
 	restored, err := w.openIntent()

@@ -10,7 +10,9 @@ import (
 )
 
 // readiness is the sim's routing.ReadinessSource: the latest completed probe verdict per member.
-// A probe sees a member ready exactly when its engine is alive (a killed engine fails /health).
+// A probe sees a member ready exactly when its engine is alive (a killed engine fails /health) and
+// the configuration in force names it: ids and ready cover every member the scenario ever configures
+// (see scenarios.Scenario.AllMembers), the snapshot only the configured ones.
 type readiness struct {
 	tier  string
 	ids   []string
@@ -18,11 +20,13 @@ type readiness struct {
 	snap  map[string]bool
 }
 
-func newReadiness(t config.Tier) readiness {
+func newReadiness(t config.Tier, all []scenarios.Member) readiness {
 	r := readiness{tier: t.ID, snap: map[string]bool{}}
-	for _, m := range t.Members {
+	for _, m := range all {
 		r.ids = append(r.ids, m.ID)
 		r.ready = append(r.ready, false) // unprobed: not ready
+	}
+	for _, m := range t.Members {
 		r.snap[m.ID] = false
 	}
 	return r
@@ -52,18 +56,31 @@ func (w *world) probe() {
 	}
 }
 
-// refreshReadiness records every member's verdict now: ready exactly when its engine is alive.
+// refreshReadiness records every member's verdict now: ready exactly when its engine is alive and
+// it is configured. A member added by a reload turns ready here, at the first probe after it.
 func (w *world) refreshReadiness() {
 	r := &w.ready
 	changed := false
 	for i, m := range w.members {
-		if r.ready[i] != m.alive {
-			r.ready[i], changed = m.alive, true
+		if want := m.alive && m.configured; r.ready[i] != want {
+			r.ready[i], changed = want, true
+			if want && m.readyAt < 0 {
+				m.readyAt = w.now
+			}
 		}
 	}
 	if changed {
-		r.snap = make(map[string]bool, len(r.ids))
-		for i, id := range r.ids {
+		w.publishReadiness()
+	}
+}
+
+// publishReadiness rebuilds the snapshot handed to the router from the verdicts of the configured
+// members.
+func (w *world) publishReadiness() {
+	r := &w.ready
+	r.snap = make(map[string]bool, len(r.ids))
+	for i, id := range r.ids {
+		if w.members[i].configured {
 			r.snap[id] = r.ready[i]
 		}
 	}
@@ -107,7 +124,7 @@ func newTelemetry(w *world, specs []pressure.TierSpec) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{w: w, core: core, held: make([]heldSample, core.Members())}, nil
+	return &telemetry{w: w, core: core, held: make([]heldSample, max(core.Members(), len(w.sc.AllMembers())))}, nil
 }
 
 // Snapshot is the routing.PressureSource: the core's snapshot at virtual now, which also queues

@@ -218,6 +218,9 @@ func (run *Run) renderEvents(w *writer) {
 		}
 		w.table(t)
 	}
+	if t := reloadTable(run); t != nil {
+		w.table(t)
+	}
 	if len(run.Drains) > 0 {
 		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "of those failed", "others active at end"}, left: 1}
 		for _, d := range run.Drains {
