@@ -50,7 +50,7 @@ type Run struct {
 	Reloads    []Reload        `json:"reloads,omitempty"`
 	// ReloadAudit is present for a scenario with reloads only.
 	ReloadAudit *ReloadAudit `json:"reload_audit,omitempty"`
-	Metrics    []Metric        `json:"metrics"` // every gate-able number, sorted by name
+	Metrics     []Metric     `json:"metrics"` // every gate-able number, sorted by name
 
 	e2e    sample // sorted after Build: the CDF plot reads it
 	ttft   sample
