@@ -186,15 +186,23 @@ func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int, in
 // buildGenerations validates the configuration after each of the scenario's reloads with the real
 // config model, as a reload validates the new file completely before anything changes: element i
 // is the configuration reload i makes the router's.
-func buildGenerations(sc *scenarios.Scenario, strategy string, ringSize int) ([]config.Config, error) {
-	var out []config.Config
+// digests[i] is generation i's digest (see digestOf), digests[len(configs)] the initial one's.
+func buildGenerations(sc *scenarios.Scenario, strategy string, ringSize int) (configs []config.Config, digests []string, err error) {
 	for i, members := range sc.Generations()[1:] {
 		doc := generationDocument(sc, members, strategy, Placement{RingSize: ringSize})
 		cfg, err := config.Build(doc, config.Sources{LookupEnv: routerEnv})
 		if err != nil {
-			return nil, fmt.Errorf("sim: scenario %s after reload %d as a %s router config: %w", sc.Name, i, strategy, err)
+			return nil, nil, fmt.Errorf("sim: scenario %s after reload %d as a %s router config: %w", sc.Name, i, strategy, err)
 		}
-		out = append(out, cfg)
+		d, err := digestOf(doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		configs, digests = append(configs, cfg), append(digests, d)
 	}
-	return out, nil
+	d, err := digestOf(routerDocument(sc, strategy, Placement{RingSize: ringSize}))
+	if err != nil {
+		return nil, nil, err
+	}
+	return configs, append(digests, d), nil
 }

@@ -1,17 +1,16 @@
 package sim
 
 import (
-	"errors"
+	"crypto/sha256"
+	"encoding/hex"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/scenarios"
 )
-
-// ErrReloadCore refuses a scenario with reloads while the simulator cannot apply them through the
-// router's own reload path.
-var ErrReloadCore = errors.New("sim: reloads need the reload core")
 
 // Reload is one live configuration reload as the run applied it.
 type Reload struct {
@@ -70,11 +69,17 @@ const (
 	ReloadFaultReadyAtOnce
 	// ReloadFaultKeepCeilings applies the reload with the previous generation's member ceilings.
 	ReloadFaultKeepCeilings
+	// ReloadFaultNoProbe never probes an added member, as a prober that is not retargeted.
+	ReloadFaultNoProbe
+	// ReloadFaultResetReadiness forgets every member's verdict at the reload: nothing is ready
+	// until the next probe.
+	ReloadFaultResetReadiness
 )
 
 // reloadState is the run's reload bookkeeping.
 type reloadState struct {
 	gens    []config.Config // gens[i]: the configuration reload i makes the router's
+	digests []string        // digests[i]: its digest; digests[len(gens)] the initial one's
 	applied []*Reload
 	audit   ReloadAudit
 	first   time.Duration // the first reload's time (-1 without reloads)
@@ -94,7 +99,7 @@ func (w *world) reload(i int) {
 	if w.opts.ReloadFault == ReloadFaultKeepCeilings {
 		next = w.keepCeilings(i)
 	}
-	if err := w.publish(next); err != nil {
+	if err := w.publish(next, w.reloads.digests[i]); err != nil {
 		rec.Err = err.Error()
 		w.audit()
 		return
@@ -130,15 +135,16 @@ func (w *world) reload(i int) {
 	if w.tierCeiling == 0 {
 		w.tierOverhang = 0
 	}
-	for i, m := range w.members {
-		if !m.configured {
-			w.ready.ready[i] = false // a removed member admits nothing from the reload on
+	switch w.opts.ReloadFault {
+	case ReloadFaultReadyAtOnce:
+		for _, id := range rec.Added {
+			w.ready.ready[w.byID[id]] = true
 		}
-		if w.opts.ReloadFault == ReloadFaultReadyAtOnce && m.addedAt == w.now {
-			w.ready.ready[i] = true
-		}
+		w.publishReadiness()
+	case ReloadFaultResetReadiness:
+		clear(w.ready.ready)
+		w.publishReadiness()
 	}
-	w.publishReadiness()
 	if w.opts.ReloadFault == ReloadFaultCutRemoved {
 		for _, id := range rec.inflight {
 			if w.reqs[id].active {
@@ -173,26 +179,47 @@ func (w *world) keepCeilings(i int) config.Config {
 	return cfg
 }
 
-// publish makes next the router's configuration.
-func (w *world) publish(next config.Config) error {
+// publish makes next the router's configuration the way the server's reload does: the running
+// generation builds the next one (admission reconfigured over the same live state, passive health,
+// the decision log's membership, and the followers staged: the readiness source and the pressure
+// cache), and Publish brings it into force in one step. Requests in flight keep walking under the
+// generation that admitted them.
+func (w *world) publish(next config.Config, digest string) error {
 	if w.opts.ReloadFault == ReloadFaultRebuild {
 		return w.rebuild(next)
 	}
-	return ErrReloadCore
+	gen, err := w.router.Next(next, digest)
+	if err != nil {
+		return err
+	}
+	if err := gen.Publish(); err != nil {
+		return err
+	}
+	w.router = gen
+	w.adm, _ = gen.Admission().Tier(w.sc.Tier.ID)
+	return nil
 }
 
 // rebuild is the wrong way to reload, kept as a test variant: a new router from next, as if the
-// process restarted without cutting anything. Leases held on the old router release into it.
+// process restarted without cutting anything. Leases held on the old router release into it, so
+// the counters carried over from it (as a restart carries them) never see those releases.
 func (w *world) rebuild(next config.Config) error {
-	old := w.cfg
+	snap := w.adm.Snapshot()
+	old, saved := w.cfg, w.tier
 	w.cfg = next
-	tier, _ := next.Tier(w.sc.Tier.ID)
-	saved := w.tier
-	w.tier = tier
+	w.tier, _ = next.Tier(w.sc.Tier.ID)
 	if err := w.buildRouterKeepingLog(); err != nil {
 		w.cfg, w.tier = old, saved
 		return err
 	}
+	w.carried.acquired += snap.Acquired
+	w.carried.released += snap.Released
+	w.carried.misuse += snap.ReleaseMisuse
+	clear(w.ready.in)
+	for _, m := range w.tier.Members {
+		w.ready.in[w.byID[m.ID]] = true
+	}
+	w.publishReadiness()
 	return nil
 }
 
@@ -291,4 +318,15 @@ func (w *world) finishReloads() {
 		w.res.Reloads = append(w.res.Reloads, *rec)
 	}
 	w.res.ReloadAudit = *a
+}
+
+// digestOf is a generation's digest as the server computes it from the file it loaded: sha256 of
+// the rendered configuration document, in hex.
+func digestOf(doc any) (string, error) {
+	data, err := yaml.Marshal(doc)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:]), nil
 }

@@ -75,6 +75,11 @@ func (w *world) arrive(client int) {
 			return
 		}
 	}
+	w.refusedResolve(id, err)
+}
+
+// refusedResolve ends a request the parser or the gates refused (404 for an unknown alias).
+func (w *world) refusedResolve(id int, err error) {
 	status := 400
 	if errors.Is(err, routing.ErrUnknownAlias) {
 		status = 404

@@ -138,14 +138,11 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	w := &world{sc: sc, strategy: strategy, opts: opts, cfg: cfg, byID: map[string]int{}}
 	w.tier, _ = cfg.Tier(sc.Tier.ID)
 	w.tierCeiling = w.tier.EffectiveMaxConcurrency()
-	if w.reloads.gens, err = buildGenerations(sc, strategy, opts.RingSize); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
-	}
 	w.reloads.first = -1
 	if len(sc.Reloads) > 0 {
 		w.reloads.first = sc.Reloads[0].At
-		if opts.ReloadFault == ReloadFaultNone {
-			return nil, fmt.Errorf("%w: %w", ErrScenario, ErrReloadCore)
+		if w.reloads.gens, w.reloads.digests, err = buildGenerations(sc, strategy, opts.RingSize); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrScenario, err)
 		}
 	}
 	w.streams = scenarios.NewStreams(sc.Seed)
@@ -190,7 +187,17 @@ func (w *world) buildRouter() error {
 	if err != nil {
 		return err
 	}
-	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, routing.WithHealthEvents(w.healthEvent)); err != nil {
+	opts := []routing.Option{routing.WithHealthEvents(w.healthEvent)}
+	if w.reloading() {
+		// A router that reloads: the first generation carries its file's digest, and the readiness
+		// source and the pressure cache follow every generation, as the server registers them.
+		followers := []routing.Follower{readinessFollower{w}}
+		if w.press != nil {
+			followers = append(followers, w.press)
+		}
+		opts = append(opts, routing.WithDigest(w.reloads.digests[len(w.reloads.gens)]), routing.WithFollowers(followers...))
+	}
+	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, opts...); err != nil {
 		return err
 	}
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)

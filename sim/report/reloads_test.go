@@ -1,7 +1,6 @@
 package report
 
 import (
-	"os"
 	"slices"
 	"testing"
 
@@ -12,14 +11,7 @@ import (
 	"github.com/anvil-llm/anvil/sim"
 )
 
-func liveReload(t testing.TB) *scenarios.Scenario {
-	t.Helper()
-	data, err := os.ReadFile("../../scenarios/testdata/live-reload.yaml")
-	require.NoError(t, err)
-	sc, err := scenarios.Parse(data)
-	require.NoError(t, err)
-	return sc
-}
+func liveReload(t testing.TB) *scenarios.Scenario { return lookup(t, "live-reload") }
 
 // A scenario with reloads has the reload metrics and the added members' metrics in its vocabulary,
 // so its gates check when it loads; a scenario without reloads has neither.
@@ -34,25 +26,60 @@ func TestReloadVocabulary(t *testing.T) {
 	assert.False(t, slices.ContainsFunc(Names(lookup(t, "twenty-concurrent")), func(n string) bool { return n == "reloads.count" }))
 }
 
-// The reload gates fail when the reload is wrong: rebuilding the router from the new file forgets
-// the leases, so tier active disagrees with the members' sum and admissions pass the ceilings.
-func TestReloadGatesFailOnARebuild(t *testing.T) {
+// Every reload gate can fail: each way of getting a reload wrong (sim.ReloadFault) fails the gates
+// that say so, and the correct reload passes them all.
+func TestReloadGatesCanFail(t *testing.T) {
 	sc := liveReload(t)
-	res, err := sim.Run(sc, sim.Options{ReloadFault: sim.ReloadFaultRebuild})
-	require.NoError(t, err)
-	r := Build(sc, []*sim.Result{res})
-	assert.False(t, r.Passed)
-	failed := map[string]bool{}
-	for _, g := range r.Gates {
-		if g.Status == GateFail {
-			failed[g.Metric] = true
-		}
+	tests := []struct {
+		name  string
+		fault sim.ReloadFault
+		fails []string // gate metrics that must fail
+	}{
+		{"next generation over live state", sim.ReloadFaultNone, nil},
+		{"a rebuilt router forgets the leases", sim.ReloadFaultRebuild,
+			[]string{"tier.unreleased", "reloads.reconcile_violations", "tier.reconcile_violations", "reloads.ceiling_admit_violations"}},
+		{"the removed member's requests are cut", sim.ReloadFaultCutRemoved,
+			[]string{"reloads.removed_in_flight_failed", "tier.failed"}},
+		{"the added member is ready before its probe", sim.ReloadFaultReadyAtOnce, []string{"reloads.admitted_unready"}},
+		{"the lowered ceiling is not applied", sim.ReloadFaultKeepCeilings,
+			[]string{"reloads.config_mismatches", "reloads.ceiling_admit_violations"}},
+		{"the added member is never probed", sim.ReloadFaultNoProbe,
+			[]string{"reloads.added_late", "member.vllm-4.succeeded", "reloads.refused"}},
+		{"the reload forgets readiness", sim.ReloadFaultResetReadiness, []string{"reloads.refused", "tier.not_admitted"}},
 	}
-	assert.True(t, failed["reloads.reconcile_violations"])
-	assert.True(t, failed["reloads.ceiling_admit_violations"])
-	assert.False(t, failed["reloads.applied"], "the reloads themselves went through")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res, err := sim.Run(sc, sim.Options{ReloadFault: tt.fault})
+			require.NoError(t, err)
+			r := Build(sc, []*sim.Result{res})
+			var failed []string
+			for _, g := range r.Gates {
+				if g.Status == GateFail {
+					failed = append(failed, g.Metric)
+				}
+			}
+			assert.Equal(t, len(tt.fails) == 0, r.Passed, "failed: %v", failed)
+			for _, m := range tt.fails {
+				assert.Contains(t, failed, m)
+			}
+			assert.NotContains(t, failed, "reloads.applied", "the router took every reload")
+		})
+	}
+}
+
+func TestReloadReport(t *testing.T) {
+	r := build(t, liveReload(t))
 	run := r.Runs[0]
 	require.Len(t, run.Reloads, 3)
 	require.NotNil(t, run.ReloadAudit)
-	assert.Contains(t, r.Markdown(), "reload at (s)")
+	assert.Equal(t, []string{"vllm-4"}, run.Reloads[1].Added)
+	assert.Equal(t, []string{"vllm-1"}, run.Reloads[2].Removed)
+	assert.Positive(t, run.ReloadAudit.Checks)
+	md := r.Markdown()
+	assert.Contains(t, md, "reload at (s)")
+	assert.Contains(t, md, "Reload audit")
+	js, _ := encode(t, r)
+	assert.Contains(t, js, `"reload_audit"`)
+	plain, _ := encode(t, build(t, lookup(t, "twenty-concurrent")))
+	assert.NotContains(t, plain, `"reload`, "a scenario without reloads reports none")
 }
