@@ -94,6 +94,7 @@ func (w *world) queueTimeout(id int) {
 // rebase moves a queued request's walk onto the generation in force after Admit answered
 // ErrSuperseded, and resolves it again there: the server's handler does the same with the same body.
 func (w *world) rebase(id int, sh scenarios.Shape) (config.Tier, error) {
+	w.reloads.audit.Rebased++
 	at := w.attempts.get(w.reqs[id].attempt)
 	at.Rebase(w.router)
 	req, err := w.parsed.request(sh.Prompt, sh.Output, sh.Stream)

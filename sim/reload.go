@@ -51,6 +51,9 @@ type ReloadAudit struct {
 	// reload, or never; AddedFirstAdmitMax is the longest delay from reload to first admission.
 	AddedLate          uint64
 	AddedFirstAdmitMax time.Duration
+	// Rebased counts queued requests whose Admit met a published reload (ErrSuperseded) and that
+	// walked on under the generation in force, keeping their place.
+	Rebased uint64
 }
 
 // ReloadFault breaks the simulator's reload on purpose, so a test can show the reload gates fail

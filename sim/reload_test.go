@@ -79,6 +79,26 @@ func TestLiveReloadThroughTheReloadCore(t *testing.T) {
 	assert.Zero(t, r.DecisionLog.EvidenceDiscarded, "records are checked against the generation that admitted them")
 }
 
+// Requests waiting in the admission queue when a reload is published keep their place: their next
+// Admit meets ErrSuperseded, they rebase onto the generation in force and are admitted there.
+func TestLiveReloadKeepsTheQueue(t *testing.T) {
+	sc := liveReload(t)
+	sc.Tier.Queue = &scenarios.Queue{MaxWaiting: 64, Timeout: 30 * time.Second}
+	sc.Workload.Closed.Clients = 40 // more callers than the 27-32 member slots: the queue is never empty
+	for _, st := range []string{scenarios.StrategyCapacity, scenarios.StrategyRoundRobin} {
+		t.Run(st, func(t *testing.T) {
+			r := run(t, sc, Options{Strategy: st})
+			assertAccounting(t, r)
+			assert.Positive(t, r.Queue.Enqueued)
+			assert.Positive(t, r.ReloadAudit.Rebased, "waiters met a published reload")
+			assert.Zero(t, r.Queue.Timeouts)
+			assert.Zero(t, r.ReloadAudit.Refused)
+			assert.Zero(t, r.ReloadAudit.ReconcileViolations+r.ReloadAudit.ConfigMismatches+r.ReloadAudit.CeilingAdmitViolations)
+			assert.Zero(t, r.ReloadAudit.AdmittedUnready+r.ReloadAudit.AdmittedRemoved+r.ReloadAudit.AddedLate)
+		})
+	}
+}
+
 // Same scenario and seed, same result: the reloads add no nondeterminism.
 func TestLiveReloadIsDeterministic(t *testing.T) {
 	a, b := run(t, liveReload(t), Options{}), run(t, liveReload(t), Options{})

@@ -31,6 +31,7 @@ type ReloadAudit struct {
 	Refused                uint64  `json:"refused"`
 	AddedLate              uint64  `json:"added_late"`
 	AddedFirstAdmitMaxS    float64 `json:"added_first_admit_max_s"`
+	Rebased                uint64  `json:"rebased"` // queued requests that walked on under a new generation
 }
 
 func reloads(res *sim.Result) ([]Reload, *ReloadAudit) {
@@ -47,7 +48,7 @@ func reloads(res *sim.Result) ([]Reload, *ReloadAudit) {
 		Checks: a.Checks, ReconcileViolations: a.ReconcileViolations, ConfigMismatches: a.ConfigMismatches,
 		CeilingAdmitViolations: a.CeilingAdmitViolations, AdmittedUnready: a.AdmittedUnready,
 		AdmittedRemoved: a.AdmittedRemoved, Refused: a.Refused, AddedLate: a.AddedLate,
-		AddedFirstAdmitMaxS: a.AddedFirstAdmitMax.Seconds(),
+		AddedFirstAdmitMaxS: a.AddedFirstAdmitMax.Seconds(), Rebased: a.Rebased,
 	}
 }
 
@@ -86,6 +87,7 @@ func reloadMetrics(m *metricSet, run *Run) {
 	m.add("reloads.refused", float64(a.Refused))
 	m.add("reloads.added_late", float64(a.AddedLate))
 	m.add("reloads.added_first_admit_max_s", a.AddedFirstAdmitMaxS)
+	m.add("reloads.rebased", float64(a.Rebased))
 }
 
 // reloadTable renders the reloads of a run (nil when it had none).
