@@ -123,7 +123,6 @@ func TestReloadsErrors(t *testing.T) {
 		{"remove unknown", one("{remove_member: {member: zz}}"), "reloads[0].changes[0].remove_member.member", "configured at this reload"},
 		{"remove twice", one("{remove_member: {member: a}}, {remove_member: {member: a}}"), "reloads[0].changes[1].remove_member.member", "configured at this reload"},
 		{"too few members", one("{remove_member: {member: a}}, {remove_member: {member: b}}"), "reloads[0].changes", "2-16 members"},
-		{"restart with reloads", one("{remove_member: {member: a}}") + "events: [{at: 1s, action: restart}]\n", "events[0].action", "cannot be combined with reloads"},
 	}
 	var adds []string
 	for i := range ident.MaxMembers - 2 {

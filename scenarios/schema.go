@@ -202,7 +202,8 @@ const (
 	ActionStreamClose = "stream_close" // a share of responses are cut after a delay until Until
 	// ActionRestart restarts the router: requests in flight are cut as a dying process cuts them,
 	// and the new router restores the quiesce intent the run persisted to its intent file. It
-	// applies to the whole router (no member).
+	// applies to the whole router (no member). After reloads the new router loads the
+	// configuration in force, as a restarted process reads the file as it is.
 	ActionRestart = "restart"
 )
 

@@ -218,9 +218,7 @@ func (s *Scenario) validateEvent(e *Event, path string) error {
 		if e.Member != "" {
 			return invalid(path+".member", "does not apply to restart: the whole router restarts")
 		}
-		if len(s.Reloads) > 0 {
-			return invalid(path+".action", "restart cannot be combined with reloads: the simulated restart reloads the initial configuration")
-		}
+
 	}
 	return nil
 }

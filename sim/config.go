@@ -187,9 +187,10 @@ func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int, in
 // config model, as a reload validates the new file completely before anything changes: element i
 // is the configuration reload i makes the router's.
 // digests[i] is generation i's digest (see digestOf), digests[len(configs)] the initial one's.
-func buildGenerations(sc *scenarios.Scenario, strategy string, ringSize int) (configs []config.Config, digests []string, err error) {
+func buildGenerations(sc *scenarios.Scenario, strategy string, ringSize int, intentFile string) (configs []config.Config, digests []string, err error) {
+	p := Placement{RingSize: ringSize, IntentFile: intentFile}
 	for i, members := range sc.Generations()[1:] {
-		doc := generationDocument(sc, members, strategy, Placement{RingSize: ringSize})
+		doc := generationDocument(sc, members, strategy, p)
 		cfg, err := config.Build(doc, config.Sources{LookupEnv: routerEnv})
 		if err != nil {
 			return nil, nil, fmt.Errorf("sim: scenario %s after reload %d as a %s router config: %w", sc.Name, i, strategy, err)
@@ -200,7 +201,7 @@ func buildGenerations(sc *scenarios.Scenario, strategy string, ringSize int) (co
 		}
 		configs, digests = append(configs, cfg), append(digests, d)
 	}
-	d, err := digestOf(routerDocument(sc, strategy, Placement{RingSize: ringSize}))
+	d, err := digestOf(routerDocument(sc, strategy, p))
 	if err != nil {
 		return nil, nil, err
 	}

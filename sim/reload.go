@@ -83,6 +83,7 @@ const (
 type reloadState struct {
 	gens    []config.Config // gens[i]: the configuration reload i makes the router's
 	digests []string        // digests[i]: its digest; digests[len(gens)] the initial one's
+	digest  string          // the digest of the generation in force
 	applied []*Reload
 	audit   ReloadAudit
 	first   time.Duration // the first reload's time (-1 without reloads)
@@ -198,7 +199,7 @@ func (w *world) publish(next config.Config, digest string) error {
 	if err := gen.Publish(); err != nil {
 		return err
 	}
-	w.router = gen
+	w.router, w.reloads.digest = gen, digest
 	w.adm, _ = gen.Admission().Tier(w.sc.Tier.ID)
 	return nil
 }

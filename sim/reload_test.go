@@ -110,7 +110,7 @@ func TestLiveReloadIsDeterministic(t *testing.T) {
 // the scenario, and Check says so before any run.
 func TestReloadGenerationsAreValidatedUpFront(t *testing.T) {
 	sc := liveReload(t)
-	gens, _, err := buildGenerations(sc, scenarios.StrategyCapacity, DefaultRingSize)
+	gens, _, err := buildGenerations(sc, scenarios.StrategyCapacity, DefaultRingSize, "")
 	require.NoError(t, err)
 	require.Len(t, gens, len(sc.Reloads))
 	tier, ok := gens[1].Tier(sc.Tier.ID)
@@ -124,7 +124,7 @@ func TestReloadGenerationsAreValidatedUpFront(t *testing.T) {
 	assert.Equal(t, int64(3+8+8+8), last.EffectiveMaxConcurrency(), "the default tier ceiling follows the members")
 
 	sc.Tier.MaxConcurrency = 32 // the initial members' sum: valid until the first reload lowers it
-	_, _, err = buildGenerations(sc, scenarios.StrategyCapacity, DefaultRingSize)
+	_, _, err = buildGenerations(sc, scenarios.StrategyCapacity, DefaultRingSize, "")
 	require.ErrorContains(t, err, "after reload 0")
 	require.ErrorContains(t, err, "must not exceed the sum of member max_concurrency")
 	require.ErrorIs(t, Check(sc, scenarios.StrategyCapacity), ErrScenario)
@@ -160,4 +160,31 @@ func TestReloadRebuildFailsTheAudit(t *testing.T) {
 	assert.Positive(t, r.Reloads[2].RemovedInFlight, "the removed member had requests in flight")
 	assert.Equal(t, []string{"vllm-4"}, r.Reloads[1].Added)
 	assert.Equal(t, []string{"vllm-1"}, r.Reloads[2].Removed)
+}
+
+// A restart between reloads loads the generation in force, keeps following the later reloads, and
+// cuts what was in flight (the removed member's requests included, when it restarts before they end).
+func TestRestartBetweenReloads(t *testing.T) {
+	sc := liveReload(t)
+	sc.Events = append(sc.Events, scenarios.Event{At: 30 * time.Second, Action: scenarios.ActionRestart})
+	r := run(t, sc, Options{})
+	assertAccounting(t, r)
+	require.Len(t, r.Restarts, 1)
+	assert.Positive(t, r.Restarts[0].Cut)
+	require.Len(t, r.Reloads, 3)
+	for _, rl := range r.Reloads {
+		assert.Empty(t, rl.Err)
+	}
+	a := r.ReloadAudit
+	assert.Zero(t, a.ReconcileViolations+a.ConfigMismatches+a.CeilingAdmitViolations, "the restarted router runs the generation in force")
+	assert.Zero(t, a.AdmittedUnready+a.AdmittedRemoved+a.AddedLate)
+	m4 := memberIndex(t, r, "vllm-4")
+	var after int
+	for _, q := range r.Requests {
+		if q.Member == m4 && q.Arrival > 30*time.Second {
+			after++
+		}
+	}
+	assert.Positive(t, after, "the member the reload added serves after the restart too")
+	assert.Zero(t, r.Reloads[2].RemovedInFlightFailed, "the last reload came after the restart")
 }

@@ -141,7 +141,7 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	w.reloads.first = -1
 	if len(sc.Reloads) > 0 {
 		w.reloads.first = sc.Reloads[0].At
-		if w.reloads.gens, w.reloads.digests, err = buildGenerations(sc, strategy, opts.RingSize); err != nil {
+		if w.reloads.gens, w.reloads.digests, err = buildGenerations(sc, strategy, opts.RingSize, intentFile); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrScenario, err)
 		}
 	}
@@ -187,22 +187,30 @@ func (w *world) buildRouter() error {
 	if err != nil {
 		return err
 	}
-	opts := []routing.Option{routing.WithHealthEvents(w.healthEvent)}
 	if w.reloading() {
-		// A router that reloads: the first generation carries its file's digest, and the readiness
-		// source and the pressure cache follow every generation, as the server registers them.
-		followers := []routing.Follower{readinessFollower{w}}
-		if w.press != nil {
-			followers = append(followers, w.press)
-		}
-		opts = append(opts, routing.WithDigest(w.reloads.digests[len(w.reloads.gens)]), routing.WithFollowers(followers...))
+		w.reloads.digest = w.reloads.digests[len(w.reloads.gens)]
 	}
-	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, opts...); err != nil {
+	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, w.routerOptions()...); err != nil {
 		return err
 	}
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
 	_, err = w.openIntent()
 	return err
+}
+
+// routerOptions are the options of a router the sim builds with routing.New. A router that reloads
+// has its file's digest and the readiness source and the pressure cache as followers of every
+// generation, as the server registers them; a router that does not gets exactly what it always got.
+func (w *world) routerOptions() []routing.Option {
+	opts := []routing.Option{routing.WithHealthEvents(w.healthEvent)}
+	if w.reloading() {
+		followers := []routing.Follower{readinessFollower{w}}
+		if w.press != nil {
+			followers = append(followers, w.press)
+		}
+		opts = append(opts, routing.WithDigest(w.reloads.digest), routing.WithFollowers(followers...))
+	}
+	return opts
 }
 
 // buildRouterKeepingLog builds a new router for w.cfg around the running one's decision log, the
