@@ -175,7 +175,7 @@ func (w *world) keepCeilings(i int) config.Config {
 			members[k].MaxConcurrency = c
 		}
 	}
-	doc := generationDocument(w.sc, members, w.strategy, Placement{RingSize: w.opts.RingSize})
+	doc := generationDocument(w.sc, members, w.strategy, Placement{RingSize: w.opts.RingSize, IntentFile: w.cfg.IntentFile()})
 	cfg, err := config.Build(doc, config.Sources{LookupEnv: routerEnv})
 	if err != nil {
 		return w.reloads.gens[i]
