@@ -2,13 +2,16 @@ package anvil_test
 
 // This file states the module's house rules, in the spirit of the standard library's own
 // go/build/deps_test.go. It is policy, not something to edit to make a build pass: if a rule here
-// blocks a change, the change is in the wrong package. The rules are DESIGN.md's "The house".
+// blocks a change, the change is in the wrong package. The rules' home in prose is the section
+// "The import rules" of docs/ARCHITECTURE.md, which lists them in the order rules() states them:
+// a rule added here is added there.
 //
 // The rules are checked on the real build graph (golang.org/x/tools/go/packages over go list):
 // "never imports" rules hold transitively, and code rules (no goroutines, no clock, no package-level
 // writes) are checked with type information, so an alias, a dot-import or a write through a field
 // cannot slip past. TestPolicyCatchesPlantedViolations plants one violation of each kind in an
-// overlay copy of a real package and shows the policy failing on it, so no rule passes vacuously;
+// overlay copy of a real package and shows the policy failing on it, and fails when some import rule
+// reports no plant at all, so no rule passes vacuously;
 // TestPolicySubjectsExist makes a rule about a package that does not exist fail loudly.
 
 import (
@@ -32,24 +35,27 @@ const modulePath = "github.com/anvil-llm/anvil"
 
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
-var pure = []string{"router/ident", "router/scheduler", "router/health", "fakevllm/engine", "sim/event"}
+var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event",
+	"internal/jsonscan", "internal/sse", "internal/wav"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
 // records through the decision log, the pressure core has sentinel-error formatting and locks nothing,
-// and the capacity views project what they are handed (a scrape's goroutine is the caller's).
-var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity"}
+// and the capacity views project what they are handed (a scrape's goroutine is the caller's); the
+// walk (routing) takes time as values and locks its passive-health shell, and the request parser
+// formats its key errors.
+var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity", "router/routing", "router/request"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
-// its cores and the simulator that drives them.
-var netFree = []string{"sim", "router/routing", "router/admission", "router/scheduler", "fakevllm/engine", "sim/event"}
+// its request parser and cores, and the simulator that drives them.
+var netFree = []string{"sim", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
 // the router's wire models it reads answers into (the readiness rule, the decision summary). Never
 // admission, routing, the server, the simulator or the fake.
-var qualificationMay = []string{"bench", "internal/figure", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
-	"router/decisionlog", "router/scheduler", "fakevllm/engine", "fakevllm/profile"}
+var qualificationMay = []string{"bench", "internal/figure", "internal/jsonscan", "internal/sse", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
+	"router/decisionlog", "router/scheduler", "engine", "engine/profile"}
 
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its
 // build graph when transitive.
@@ -135,13 +141,19 @@ func rules() []importRule {
 			subjects: []string{"sim", "fakevllm"}, applies: underAny("sim"), transitive: true,
 			forbids: func(_, dep string) bool {
 				l := local(dep)
-				return l != "" && under(l, "fakevllm") && l != "fakevllm/engine" && l != "fakevllm/profile"
+				return l != "" && under(l, "fakevllm")
+			}},
+		{why: "the engine model is the leaf under fakevllm, sim and scenarios: it depends on none of them, nor on the router, the bench or qualification",
+			subjects: []string{"engine", "engine/profile"}, applies: underAny("engine"), transitive: true,
+			forbids: func(_, dep string) bool {
+				l := local(dep)
+				return l != "" && underAny("fakevllm", "sim", "scenarios", "router", "bench", "qualification")(l)
 			}},
 		{why: "bench is a black-box HTTP client: no router code, simulator or fake beyond the pure cores of the scenarios",
 			subjects: []string{"bench", "scenarios"}, applies: underAny("bench"), transitive: true,
 			forbids: func(_, dep string) bool {
 				l := local(dep)
-				return l != "" && underAny("router", "sim", "fakevllm")(l) && !slices.Contains(pure, l) && l != "fakevllm/profile"
+				return l != "" && underAny("router", "sim", "fakevllm")(l) && !slices.Contains(pure, l)
 			}},
 		{why: "fakevllm is scraped like vLLM; it never depends on the router",
 			subjects: []string{"fakevllm"}, applies: underAny("fakevllm"), transitive: true,
@@ -201,6 +213,20 @@ func rules() []importRule {
 				return under(rel, "cmd") && rel != "cmd/anvil-router" && rel != "cmd/anvil-fakevllm"
 			},
 			forbids: func(_, dep string) bool { l := local(dep); return l != "" && under(l, "fakevllm") }},
+		{why: "internal/cli is the commands' plumbing: the standard library (and its golang.org/x parts) and cobra (with its pflag) only",
+			subjects: []string{"internal/cli"}, applies: exact("internal/cli"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") &&
+					!external(dep, "github.com/spf13/cobra") && !external(dep, "github.com/spf13/pflag")
+			}},
+		{why: "only the commands import internal/cli",
+			subjects: []string{"internal/cli", "cmd/anvil-router"},
+			applies:  func(rel string) bool { return !under(rel, "cmd") && rel != "internal/cli" },
+			forbids:  func(_, dep string) bool { return local(dep) == "internal/cli" }},
+		{why: "only anvil-router (serve --demo) imports internal/demo, the demo's fake members, config and driver",
+			subjects: []string{"internal/demo", "cmd/anvil-router"},
+			applies:  func(rel string) bool { return rel != "cmd/anvil-router" },
+			forbids:  func(_, dep string) bool { return local(dep) == "internal/demo" }},
 	}
 }
 
@@ -529,7 +555,7 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"dot-import", "router/routing", `import . "strings"; var _ = ToUpper`, "dot-import"},
 		{"goroutine in a pure core", "router/scheduler", `func planted() { go func() {}() }`, "starts a goroutine"},
 		{"goroutine in the simulator", "sim", `func planted() { go func() {}() }`, "starts a goroutine"},
-		{"clock in a pure core", "fakevllm/engine", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
+		{"clock in a pure core", "engine", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
 		{"aliased clock", "sim/event", `import clock "time"; func planted() { clock.Sleep(1) }`, "uses time.Sleep"},
 		{"printing in a pure core", "router/ident", `import "fmt"; func planted() { fmt.Println("x") }`, "uses fmt.Println"},
 		{"builtin print", "router/scheduler", `func planted() { println("x") }`, "prints with println"},
@@ -568,13 +594,57 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "qualification is a black-box client"},
 		{"the simulator depends on qualification", "sim/report",
 			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
-		{"fakevllm depends on the router", "fakevllm/profile",
+		{"fakevllm depends on the router", "fakevllm",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
+		{"the commands' plumbing depends on the router", "internal/cli",
+			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "internal/cli depends on github.com/anvil-llm/anvil/router/ident"},
+		{"a package imports the commands' plumbing", "bench",
+			`import "github.com/anvil-llm/anvil/internal/cli"; var _ = cli.Code`, "only the commands import internal/cli"},
+		{"another command holds the demo", "cmd/anvil-sim",
+			`import "github.com/anvil-llm/anvil/internal/demo"; var _ = demo.Token`, "only anvil-router (serve --demo) imports internal/demo"},
+		{"a pure core opens files", "router/health", `import "os"; var _ = os.Getpid`, "pure packages do no I/O"},
+		{"admission depends on the decision log", "router/admission",
+			`import "github.com/anvil-llm/anvil/router/decisionlog"; var _ = decisionlog.ErrConfig`,
+			"admission depends on the standard library, router/ident and router/scheduler only"},
+		{"admission opens files", "router/admission", `import "os"; var _ = os.Getpid`, "admission does no I/O and no logging"},
+		{"the simulator depends on the relay", "sim/report",
+			`import "github.com/anvil-llm/anvil/router/relay"; var _ = relay.New`, "the simulator never touches the server, the relay or gin"},
+		{"viper outside the loader and the commands", "bench", `import "github.com/spf13/viper"; var _ = viper.New`,
+			"viper appears only in router/config/load and cmd/*"},
+		{"a package imports a command", "bench", `import _ "github.com/anvil-llm/anvil/cmd/anvil-router"`, "nothing imports a command"},
+		{"another command holds fake members", "cmd/anvil-sim",
+			`import "github.com/anvil-llm/anvil/fakevllm"; var _ = fakevllm.NewServer`,
+			"only anvil-router (serve --demo) and anvil-fakevllm hold fake members"},
+		{"the simulator depends on the fake server", "sim/report",
+			`import "github.com/anvil-llm/anvil/fakevllm"; var _ = fakevllm.NewServer`, "the simulator uses the engine model, never the fake HTTP server"},
+		{"the engine model depends on the router", "engine/profile",
+			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "the engine model is the leaf under fakevllm, sim and scenarios"},
+		{"non-stdlib in the JSON scanner", "internal/jsonscan",
+			`import "github.com/stretchr/testify/assert"; var _ = assert.True`, "internal/jsonscan depends on github.com/stretchr/testify"},
+		{"I/O in the SSE reader", "internal/sse", `import "os"; var _ = os.Stdin`, "internal/sse depends on os: pure packages do no I/O"},
+		{"clock in the WAV writer", "internal/wav", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
+		{"goroutine in the walk", "router/routing", `func planted() { go func() {}() }`, "starts a goroutine"},
+		{"printing in the request parser", "router/request", `import "fmt"; func planted() { fmt.Println("x") }`, "uses fmt.Println"},
+		{"net/http in the request parser", "router/request", `import "net/http"; var _ = http.MethodPost`, "router/request depends on net/http"},
 	}
 	root, err := os.Getwd()
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every import rule must have a plant that it reports: a rule nothing plants could pass vacuously.
+	var mu sync.Mutex
+	caught := map[string]bool{} // the whys of the import rules that reported a plant
+	matched := 0
+	t.Cleanup(func() { // after every parallel subtest
+		if matched < len(plants) || t.Failed() {
+			return // a -run subset, or already failing
+		}
+		for _, r := range rules() {
+			if !caught[r.why] {
+				t.Errorf("no planted violation is reported by the rule %q: plant one", r.why)
+			}
+		}
+	})
 	for _, pl := range plants {
 		t.Run(pl.name, func(t *testing.T) {
 			t.Parallel() // each load is mostly a go list process
@@ -595,6 +665,14 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			vs := g.violations()
 			for _, v := range vs {
 				if strings.Contains(v, pl.want) {
+					mu.Lock()
+					defer mu.Unlock()
+					matched++
+					for _, r := range rules() {
+						if strings.HasSuffix(v, ": "+r.why) {
+							caught[r.why] = true
+						}
+					}
 					return
 				}
 			}

@@ -1,10 +1,10 @@
 package bench
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"strconv"
+
+	"github.com/anvil-llm/anvil/internal/jsonscan"
 )
 
 // Errors of answer parsing; the client maps them to Malformed details.
@@ -183,6 +183,9 @@ const (
 	tagStatusCompleted // the status completed
 )
 
+// maxTagBytes holds the longest tag ("response.output_text.delta") decoded.
+const maxTagBytes = 32
+
 func (t *tag) UnmarshalJSON(b []byte) error {
 	if string(b) == "null" {
 		*t = tagNone
@@ -191,13 +194,15 @@ func (t *tag) UnmarshalJSON(b []byte) error {
 	if len(b) < 2 || b[0] != '"' {
 		return errAnswer
 	}
-	s := b[1 : len(b)-1]
-	if bytes.IndexByte(s, '\\') >= 0 {
-		var v string
-		if err := json.Unmarshal(b, &v); err != nil {
-			return err
-		}
-		s = []byte(v)
+	end, flags, err := jsonscan.String(b, 0)
+	if err != nil || end != len(b) {
+		return errAnswer // unreachable: b is a validated string literal
+	}
+	var buf [maxTagBytes]byte
+	s, ok := jsonscan.DecodeSmall(b[1:end-1], flags, buf[:])
+	if !ok {
+		*t = tagOther // longer than every tag
+		return nil
 	}
 	switch string(s) {
 	case "chat.completion.chunk":

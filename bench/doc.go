@@ -20,9 +20,11 @@
 // latency figures; every other ending is counted in a fixed set of outcome classes.
 //
 // Reading guide: the pure core is plan.go and schedule.go (what is sent when), body.go (request
-// bodies), sse.go and answer.go (reading streams and answers), record.go (a request's raw data
-// and its metrics), stats.go (summaries), report.go, render.go and plot.go (results, comparisons,
-// tables and CDF plots), raw.go (the raw JSONL format and its strict reader), retryafter.go, dist.go
-// and outcome.go. The shell is client.go (one request over a tuned HTTP/1.1 transport), runner.go
-// (closed and open loops, warm-up, stops) and progress.go (the live bar).
+// bodies), sse.go, answer.go and answerscan.go (reading streams and answers, over the shared
+// internal/sse reader and internal/jsonscan scanner), record.go (a request's raw data and its
+// metrics), stats.go (summaries), report.go, summary.go, render.go and plot.go (results,
+// comparisons, the report a command prints and writes, tables and CDF plots), raw.go and rawdecode.go (the raw
+// JSONL format and its strict reader), retryafter.go, dist.go and outcome.go. The shell is client.go (one request over a tuned HTTP/1.1 transport), runner.go
+// (closed and open loops, warm-up, stops), pair.go (a matched comparison's rounds, alternating
+// which target goes first) and progress.go (the live bar).
 package bench

@@ -94,79 +94,110 @@ func build(h RawHeader, t TargetInfo, all []Record) Result {
 		Mode: h.Mode, Load: h.Load, Target: t, SLO: h.SLO, ArrivalWindowS: h.ArrivalWindowS,
 	}
 	slo := h.SLO.slo()
-	outcomes := make([]int, numOutcomes)
-	warm := make([]int, numOutcomes)
-	details := map[Detail]int{}
-	urls := make([]URLCount, t.URLs)
-	for i := range urls {
-		urls[i].Index = i
-	}
-	var s samples
-	var lag []float64
-	var itl []time.Duration
-	good, warmed := 0, false
-	ends := map[int]time.Duration{} // per round: the end of its last request
-	var spans []span
+	tl := newTally(t.URLs)
 	for i := range all {
-		rec := &all[i]
-		if rec.Target != t.Name {
-			continue
-		}
-		if rec.Warmup {
-			warm[rec.Outcome]++
-			warmed = true
-			continue
-		}
-		r.Requests++
-		r.Rounds = max(r.Rounds, rec.Round+1)
-		outcomes[rec.Outcome]++
-		urls[rec.URL].Sent++
-		ends[rec.Round] = max(ends[rec.Round], rec.Start+rec.End)
-		spans = append(spans, span{rec.Round, rec.Start, rec.Start + rec.End})
-		lag = append(lag, millis(max(rec.Start-rec.Scheduled, 0)))
-		if rec.Detail != DetailNone {
-			details[rec.Detail]++
-		}
-		if rec.RetryAfter > 0 {
-			r.RetryAfter++
-		}
-		if rec.Outcome != OK {
-			continue
-		}
-		urls[rec.URL].OK++
-		r.TotalInputTokens += rec.PromptTokens
-		r.TotalOutputTokens += rec.OutputTokens
-		s.e2el = append(s.e2el, millis(rec.End))
-		if ttft, ok := rec.TTFT(); ok {
-			s.ttft = append(s.ttft, millis(ttft))
-		}
-		if tpot, ok := rec.TPOT(); ok {
-			s.tpot = append(s.tpot, millis(tpot))
-		}
-		itl = rec.AppendITL(itl[:0])
-		for _, g := range itl {
-			s.itl = append(s.itl, millis(g))
-		}
-		if rec.Good(slo) {
-			good++
+		if all[i].Target == t.Name {
+			tl.add(&r, &all[i], slo)
 		}
 	}
-	r.Completed = outcomes[OK]
+	tl.counts(&r)
+	tl.rates(&r, slo)
+	r.PeakConcurrency = peak(tl.spans)
+	r.TTFT, r.TPOT, r.ITL, r.E2EL = summarize(tl.s.ttft), summarize(tl.s.tpot), summarize(tl.s.itl), summarize(tl.s.e2el)
+	r.SendLag = summarize(tl.lag)
+	r.samples = tl.s
+	return r
+}
+
+// tally accumulates one target's records for build: what the Result counts as it goes, and the
+// samples and spans its figures are computed from at the end.
+type tally struct {
+	outcomes, warm []int
+	details        map[Detail]int
+	urls           []URLCount
+	s              samples
+	lag            []float64
+	itl            []time.Duration // scratch: one record's gaps
+	good           int
+	warmed         bool
+	ends           map[int]time.Duration // per round: the end of its last request
+	spans          []span
+}
+
+func newTally(urls int) *tally {
+	tl := &tally{outcomes: make([]int, numOutcomes), warm: make([]int, numOutcomes), details: map[Detail]int{},
+		urls: make([]URLCount, urls), ends: map[int]time.Duration{}}
+	for i := range tl.urls {
+		tl.urls[i].Index = i
+	}
+	return tl
+}
+
+// add counts one of the target's records: a warm-up record only in the warm-up outcomes, a measured
+// one in r's counters and, when it succeeded, in the latency samples.
+func (tl *tally) add(r *Result, rec *Record, slo SLO) {
+	if rec.Warmup {
+		tl.warm[rec.Outcome]++
+		tl.warmed = true
+		return
+	}
+	r.Requests++
+	r.Rounds = max(r.Rounds, rec.Round+1)
+	tl.outcomes[rec.Outcome]++
+	tl.urls[rec.URL].Sent++
+	tl.ends[rec.Round] = max(tl.ends[rec.Round], rec.Start+rec.End)
+	tl.spans = append(tl.spans, span{rec.Round, rec.Start, rec.Start + rec.End})
+	tl.lag = append(tl.lag, millis(max(rec.Start-rec.Scheduled, 0)))
+	if rec.Detail != DetailNone {
+		tl.details[rec.Detail]++
+	}
+	if rec.RetryAfter > 0 {
+		r.RetryAfter++
+	}
+	if rec.Outcome != OK {
+		return
+	}
+	tl.urls[rec.URL].OK++
+	r.TotalInputTokens += rec.PromptTokens
+	r.TotalOutputTokens += rec.OutputTokens
+	tl.s.e2el = append(tl.s.e2el, millis(rec.End))
+	if ttft, ok := rec.TTFT(); ok {
+		tl.s.ttft = append(tl.s.ttft, millis(ttft))
+	}
+	if tpot, ok := rec.TPOT(); ok {
+		tl.s.tpot = append(tl.s.tpot, millis(tpot))
+	}
+	tl.itl = rec.AppendITL(tl.itl[:0])
+	for _, g := range tl.itl {
+		tl.s.itl = append(tl.s.itl, millis(g))
+	}
+	if rec.Good(slo) {
+		tl.good++
+	}
+}
+
+// counts writes the outcome, warm-up, detail and URL counts into r, in their fixed orders.
+func (tl *tally) counts(r *Result) {
+	r.Completed = tl.outcomes[OK]
 	r.Failed = r.Requests - r.Completed
 	for _, o := range Outcomes() {
-		r.Outcomes = append(r.Outcomes, Count{o.String(), outcomes[o]})
-		if warmed {
-			r.WarmupOutcomes = append(r.WarmupOutcomes, Count{o.String(), warm[o]})
+		r.Outcomes = append(r.Outcomes, Count{o.String(), tl.outcomes[o]})
+		if tl.warmed {
+			r.WarmupOutcomes = append(r.WarmupOutcomes, Count{o.String(), tl.warm[o]})
 		}
 	}
 	for _, d := range sortedDetails() {
-		if n := details[d]; n > 0 {
+		if n := tl.details[d]; n > 0 {
 			r.Details = append(r.Details, Count{string(d), n})
 		}
 	}
-	r.URLs = urls
+	r.URLs = tl.urls
+}
+
+// rates writes the duration (the sum of the rounds' lengths) and the throughputs and goodput over it.
+func (tl *tally) rates(r *Result, slo SLO) {
 	var dur time.Duration
-	for _, e := range ends {
+	for _, e := range tl.ends { // a sum of integers: the map's order cannot change it
 		dur += e
 	}
 	r.DurationS = dur.Seconds()
@@ -176,18 +207,13 @@ func build(h RawHeader, t TargetInfo, all []Record) Result {
 		r.OutputThroughput = float64(r.TotalOutputTokens) / sec
 		r.TotalTokenThroughput = float64(r.TotalInputTokens+r.TotalOutputTokens) / sec
 		if slo.Set() {
-			g := float64(good) / sec
+			g := float64(tl.good) / sec
 			r.RequestGoodput = &g
 		}
 	} else if slo.Set() {
 		zero := 0.0
 		r.RequestGoodput = &zero
 	}
-	r.PeakConcurrency = peak(spans)
-	r.TTFT, r.TPOT, r.ITL, r.E2EL = summarize(s.ttft), summarize(s.tpot), summarize(s.itl), summarize(s.e2el)
-	r.SendLag = summarize(lag)
-	r.samples = s
-	return r
 }
 
 // sortedDetails lists the details in a fixed order (names sorted), for reports.

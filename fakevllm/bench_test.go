@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // BenchmarkStreamTokens measures the HTTP layer's throughput: an engine with

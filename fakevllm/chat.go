@@ -3,7 +3,7 @@ package fakevllm
 import (
 	"encoding/json"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // responder renders one endpoint's answer, streamed or ordinary. A stream is

@@ -1,5 +1,5 @@
 // Package fakevllm is a vLLM-compatible HTTP server that drives the pure
-// fakevllm/engine model in real time, so the router can be tested, demonstrated
+// engine model (package engine) in real time, so the router can be tested, demonstrated
 // and benchmarked without a GPU.
 //
 // Routes: POST /v1/chat/completions, /v1/completions, /v1/responses,
@@ -31,7 +31,8 @@
 //     and SSE response framing.
 //   - audio.go, audio_form.go: transcriptions and translations: the streaming,
 //     bounded multipart parser and vLLM's speech-to-text answers.
-//   - speech.go, wav.go: text to speech, written as the engine produces it.
+//   - speech.go, wav.go: text to speech, written as the engine produces it
+//     (the WAV header from internal/wav).
 //   - metrics.go: vLLM's /metrics families on a private Prometheus registry.
 //   - faults.go, faultstate.go, admin.go: seeded fault injection, settable by
 //     Options, a YAML/JSON file and /admin/faults.

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // ErrStopped is returned by driver calls after the member has been closed.

@@ -3,7 +3,7 @@ package fakevllm
 import (
 	"encoding/json"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // responsesResponder renders the Responses API. A stream is the OpenAI event

@@ -8,7 +8,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // Text to speech. vLLM itself serves no /v1/audio/speech; vLLM-Omni (`vllm
@@ -158,7 +158,7 @@ func (s *Server) speak(c *gin.Context, req speechRequest, t *ticket) {
 	c.Writer.WriteHeader(http.StatusOK)
 	rc := http.NewResponseController(c.Writer)
 	if req.wav {
-		hdr := wavHeader(uint32(dataBytes))
+		hdr := speechWAVHeader(uint32(dataBytes))
 		if _, err := c.Writer.Write(hdr[:]); err != nil {
 			return
 		}

@@ -3,6 +3,8 @@ package fakevllm
 import (
 	"encoding/binary"
 	"math"
+
+	"github.com/anvil-llm/anvil/internal/wav"
 )
 
 // The fake voice: 16-bit signed little-endian mono PCM at 24 kHz (what
@@ -13,28 +15,12 @@ const (
 	speechBytesPerSample  = 2
 	samplesPerSpeechToken = 1920
 	speechTokenBytes      = samplesPerSpeechToken * speechBytesPerSample
-	wavHeaderBytes        = 44
+	wavHeaderBytes        = wav.HeaderBytes
 )
 
-// wavHeader is the canonical 44-byte RIFF/WAVE header of a PCM file holding
-// dataBytes bytes of the fake voice.
-func wavHeader(dataBytes uint32) [wavHeaderBytes]byte {
-	var h [wavHeaderBytes]byte
-	le := binary.LittleEndian
-	copy(h[0:], "RIFF")
-	le.PutUint32(h[4:], 36+dataBytes)
-	copy(h[8:], "WAVE")
-	copy(h[12:], "fmt ")
-	le.PutUint32(h[16:], 16)                                    // fmt chunk size
-	le.PutUint16(h[20:], 1)                                     // PCM
-	le.PutUint16(h[22:], 1)                                     // mono
-	le.PutUint32(h[24:], speechSampleRate)                      // sample rate
-	le.PutUint32(h[28:], speechSampleRate*speechBytesPerSample) // byte rate
-	le.PutUint16(h[32:], speechBytesPerSample)                  // block align
-	le.PutUint16(h[34:], 8*speechBytesPerSample)                // bits per sample
-	copy(h[36:], "data")
-	le.PutUint32(h[40:], dataBytes)
-	return h
+// speechWAVHeader is the canonical WAV header of a file holding dataBytes bytes of the fake voice.
+func speechWAVHeader(dataBytes uint32) [wavHeaderBytes]byte {
+	return wav.Header(wav.Format{SampleRate: speechSampleRate, Channels: 1, BitsPerSample: 8 * speechBytesPerSample}, dataBytes)
 }
 
 // speechSample is sample n of the fake voice: a tone at a third of full

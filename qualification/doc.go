@@ -16,8 +16,8 @@
 // Reading guide:
 //
 //   - file.go: the qualification file's closed schema (QUAL.yaml) and its strict decoding.
-//   - plan.go: Parse, the validated Plan with defaults, its Fingerprint, the bench plans of the
-//     load phases.
+//   - plan.go: Parse and the validated Plan with defaults, and its Fingerprint; validate.go: the
+//     checks of each section Parse applies; loads.go: the bench plans of the load phases.
 //   - approval.go: the approval scheme (an HMAC of the plan's fingerprint under the operator's
 //     token, compared in constant time) and Plan.Approve, without which Run does not start.
 //   - describe.go: the procedure in words (what `anvil-qualify plan` prints).

@@ -3,17 +3,19 @@
 //
 // A request walks these packages in order:
 //
-//   - server: the gin engine. Authenticates the caller, bounds and parses the body once, and runs the
-//     request's routing.Attempt, whose Finish (in the handler's one defer) releases the lease.
+//   - server: the gin engine. Authenticates the caller, bounds the body, and runs the request's
+//     routing.Attempt, whose Finish (in the handler's one defer) releases the lease.
+//   - request: the body parsed once in place (exact keys, nothing materialized, the prompt measured
+//     conservatively) and the request-wide gates, shared with the simulator.
 //   - routing: the walk itself, shared with the simulator: resolves the alias to one tier, applies the
-//     gates, takes the latest completed readiness and pressure snapshots (never waiting on I/O), calls
+//     request's gates, takes the latest completed readiness and pressure snapshots (never waiting on I/O), calls
 //     admission once, and finishes with one decision record.
 //   - admission: the only owner of counts, quiesce, drain and the rotating cursor. Under one tier lock it
 //     rechecks ceilings, ranks (capacity) or advances the cursor (round robin), and reserves tier and
 //     member together.
 //   - scheduler: the pure capacity scheduler: pressure normalization, candidates, scores, Rank.
-//   - relay: exactly one upstream attempt, ordinary, SSE or passed through (audio); its ending is
-//     classified by decisionlog.Terminal.
+//   - relay: exactly one upstream attempt, ordinary, SSE (read by internal/sse, the reader the bench
+//     shares) or passed through (audio); its ending is classified by decisionlog.Terminal.
 //   - decisionlog: outcomes, the terminal classification, one bounded, metadata-only record per request.
 //
 // Around that path: ident (the contract's grammars and bounds, a pure leaf), config (the validated

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/router/ident"
 )
 

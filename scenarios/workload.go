@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/router/ident"
 )
 

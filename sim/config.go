@@ -77,6 +77,8 @@ func generationDocument(sc *scenarios.Scenario, members []scenarios.Member, stra
 	} else if u, err := url.Parse(endpoints[0]); err == nil {
 		host = u.Hostname()
 	}
+	// The text is output (the rendered configuration), so it keeps the engine's old path: the
+	// simulator's reports stay byte-identical across the engine's move to the top level.
 	provenance := "anvil-sim virtual members (fakevllm/engine)"
 	if p.Endpoints != nil {
 		provenance = "anvil-sim config: the members of scenario " + sc.Name

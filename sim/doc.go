@@ -1,7 +1,7 @@
 // Package sim is Anvil's deterministic discrete-event simulator: it runs one scenario on virtual
 // time through the real router code, not a model of it.
 //
-// Every request walks the server's path: a real chat-completion body parsed by routing.ParseRequest,
+// Every request walks the server's path: a real chat-completion body parsed by request.Parse,
 // the tier resolved and gated by routing.Router.Resolve, one lease taken by routing.Router.Admit
 // (real admission, real scheduler.Rank, the real pressure cache core for capacity tiers), exactly
 // one dispatch to the chosen member's fakevllm engine under the router's upstream first-byte and
@@ -9,7 +9,7 @@
 // it (Classify, pinned against router/relay by the module root's simrelay_test.go), and one
 // decisionlog record, checked against the configured membership as the server's log does. The
 // tier comes from a real router configuration rendered from the scenario and validated by
-// config.Build; Check builds all of it without running, so a bad scenario fails before any run. Members are fakevllm/engine instances stepped on the
+// config.Build; Check builds all of it without running, so a bad scenario fails before any run. Members are engine instances stepped on the
 // virtual clock, each prefilling a request's prompt with the chat template's tokens as the fake vLLM
 // counts them (ChatTemplateTokens); the pressure core is driven by two virtual workers whose scrapes read an engine's
 // metrics view after a modeled latency.

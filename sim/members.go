@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/scenarios"
 )

@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/router/request"
 )
 
 // bytesPerToken is how much English text one real token stands for. Prompt bodies carry that much
@@ -18,8 +18,8 @@ const bytesPerToken = 4
 // tokens. The module root's simfake_test.go pins the number against a real fakevllm server.
 const ChatTemplateTokens = 7
 
-// parseMemo runs the real request parser, routing.ParseRequest, on real chat-completion bodies.
-// ParseRequest is pure and measures the prompt and the output request independently, so the sim
+// parseMemo runs the real request parser, request.Parse, on real chat-completion bodies.
+// Parse is pure and measures the prompt and the output request independently, so the sim
 // parses one body per distinct prompt length and one per distinct (max_tokens, stream) pair and
 // remembers the results: a request's gate inputs are the parser's own outputs for its two halves.
 // Parsing a multi-kilobyte body costs tens of microseconds; memoizing keeps the hour-long
@@ -48,14 +48,14 @@ func newParseMemo(alias string) parseMemo {
 }
 
 // request returns the parsed request for a prompt of prompt tokens asking for output tokens.
-func (p *parseMemo) request(prompt, output int, stream bool) (routing.Request, error) {
+func (p *parseMemo) request(prompt, output int, stream bool) (request.Request, error) {
 	pp, ok := p.prompts[prompt]
 	if !ok {
 		pp = p.parsePrompt(prompt)
 		p.prompts[prompt] = pp
 	}
 	if pp.err != nil {
-		return routing.Request{}, pp.err
+		return request.Request{}, pp.err
 	}
 	key := int64(output) << 1
 	if stream {
@@ -67,10 +67,10 @@ func (p *parseMemo) request(prompt, output int, stream bool) (routing.Request, e
 		p.outputs[key] = op
 	}
 	if op.err != nil {
-		return routing.Request{}, op.err
+		return request.Request{}, op.err
 	}
-	return routing.Request{
-		Endpoint: routing.ChatCompletions, Model: p.alias, Stream: op.stream,
+	return request.Request{
+		Endpoint: request.ChatCompletions, Model: p.alias, Stream: op.stream,
 		PromptTokens: pp.tokens, MaxOutput: op.maxOutput, Tools: op.tools, Media: pp.media,
 	}, nil
 }
@@ -82,14 +82,14 @@ func (p *parseMemo) parsePrompt(tokens int) promptParse {
 	b.WriteString(`,"messages":[{"role":"user","content":"`)
 	b.WriteString(promptText(tokens * bytesPerToken))
 	b.WriteString(`"}]}`)
-	r, err := routing.ParseRequest(routing.ChatCompletions, []byte(b.String()))
+	r, err := request.Parse(request.ChatCompletions, []byte(b.String()))
 	return promptParse{tokens: r.PromptTokens, media: r.Media, err: err}
 }
 
 func (p *parseMemo) parseOutput(tokens int, stream bool) outputParse {
 	body := `{"model":` + strconv.Quote(p.alias) + `,"stream":` + strconv.FormatBool(stream) +
 		`,"max_tokens":` + strconv.Itoa(tokens) + `,"messages":[{"role":"user","content":""}]}`
-	r, err := routing.ParseRequest(routing.ChatCompletions, []byte(body))
+	r, err := request.Parse(request.ChatCompletions, []byte(body))
 	return outputParse{maxOutput: r.MaxOutput, stream: r.Stream, tools: r.Tools, err: err}
 }
 

@@ -11,7 +11,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
-	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/scenarios"
 )
 
@@ -28,7 +28,7 @@ func TestParseMemoMatchesWholeBody(t *testing.T) {
 			require.NoError(t, err)
 			body := fmt.Sprintf(`{"model":"chat","stream":%t,"max_tokens":%d,"messages":[{"role":"user","content":"%s"}]}`,
 				c.stream, c.output, promptText(c.prompt*bytesPerToken))
-			want, err := routing.ParseRequest(routing.ChatCompletions, []byte(body))
+			want, err := request.Parse(request.ChatCompletions, []byte(body))
 			require.NoError(t, err)
 			assert.Equal(t, want.Model, got.Model)
 			assert.Equal(t, want.Stream, got.Stream)

@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"

@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	intentfile "github.com/anvil-llm/anvil/router/intent"

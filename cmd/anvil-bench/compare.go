@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
 	"io"
-	"strconv"
 
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // Target names of a comparison.
@@ -29,7 +30,7 @@ func newCompare() *cobra.Command {
 after the other, with the same arrivals, shapes and seed. It reports both with their ratios and
 the router's added latency (routed minus direct) per percentile. --rounds repeats the pair,
 alternating which goes first when --routed-first is not given, and pools each target's rounds.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := lf.plan(cmd.Flags())
 			if err != nil {
@@ -39,7 +40,7 @@ alternating which goes first when --routed-first is not given, and pools each ta
 				return err
 			}
 			if rounds < 1 || rounds > bench.MaxRounds {
-				return usagef("--rounds must be from 1 to %d", bench.MaxRounds)
+				return cli.Usagef("--rounds must be from 1 to %d", bench.MaxRounds)
 			}
 			dt, err := direct.target(targetDirect, "member", "direct-model")
 			if err != nil {
@@ -55,41 +56,23 @@ alternating which goes first when --routed-first is not given, and pools each ta
 			}
 			c := bench.NewClient(p.Concurrency(), p.MaxPromptTokens())
 			defer c.Close()
-			var recs []bench.Record
-			var runs []*bench.RunResult
-			stops := map[string][]bench.TargetInfo{}
-			for round := range rounds {
-				order := []bench.Target{dt, rt}
-				if routedFirst != (round%2 == 1) {
-					order = []bench.Target{rt, dt}
-				}
-				for _, t := range order {
-					res, err := execute(cmd.Context(), c, p, t, round, cmd.ErrOrStderr(), o.noProgress)
-					if err != nil {
-						_ = stopProfile()
-						return err
-					}
-					c.Close() // each target starts on fresh connections
-					recs = append(recs, res.Records...)
-					runs = append(runs, res)
-					stops[t.Name] = append(stops[t.Name], withStop(res))
-				}
-				if cmd.Context().Err() != nil {
-					break
-				}
+			res, err := bench.RunPaired(cmd.Context(), c, &p, bench.Pair{Direct: dt, Routed: rt, Rounds: rounds, RoutedFirst: routedFirst},
+				func(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target, round int) (*bench.RunResult, error) {
+					return execute(ctx, c, p, t, round, cmd.ErrOrStderr(), o.noProgress)
+				})
+			if err != nil {
+				_ = stopProfile()
+				return err
 			}
 			if err := stopProfile(); err != nil {
 				return err
 			}
-			di, ri := dt.Info(), rt.Info()
-			di.Stopped, ri.Stopped = joinStops(stops[targetDirect]), joinStops(stops[targetRouted])
-			h := bench.Header(&p, []bench.TargetInfo{di, ri})
-			if err := o.write(cmd.OutOrStdout(), buildReport(h, recs), func(w io.Writer) error {
-				return bench.WriteRaw(w, h, recs)
+			if err := o.write(cmd.OutOrStdout(), bench.NewReport(res.Header, res.Records), func(w io.Writer) error {
+				return bench.WriteRaw(w, res.Header, res.Records)
 			}); err != nil {
 				return err
 			}
-			return stopped(runs)
+			return stopped(res.Runs)
 		},
 	}
 	fl := cmd.Flags()
@@ -107,5 +90,3 @@ alternating which goes first when --routed-first is not given, and pools each ta
 	o.register(fl, true)
 	return cmd
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
 )
 
@@ -79,7 +78,7 @@ func (f *loadFlags) plan(fl *pflag.FlagSet) (bench.Plan, error) {
 	if f.scenario != "" {
 		for _, name := range workloadFlags {
 			if fl.Changed(name) {
-				return p, usagef("--%s cannot be combined with --scenario, which sets the load", name)
+				return p, cli.Usagef("--%s cannot be combined with --scenario, which sets the load", name)
 			}
 		}
 		sc, err := loadScenario(f.scenario)
@@ -101,7 +100,7 @@ func (f *loadFlags) plan(fl *pflag.FlagSet) (bench.Plan, error) {
 		return p, err
 	}
 	if err := p.Validate(); err != nil {
-		return p, usageError{err}
+		return p, cli.UsageError{Err: err}
 	}
 	return p, nil
 }
@@ -112,28 +111,28 @@ func (f *loadFlags) workload(fl *pflag.FlagSet) (scenarios.Workload, error) {
 	closed, open := fl.Changed("clients"), fl.Changed("rate")
 	switch {
 	case closed == open:
-		return w, usagef("give --clients (closed loop) or --rate (open loop), or --scenario")
+		return w, cli.Usagef("give --clients (closed loop) or --rate (open loop), or --scenario")
 	case closed:
 		for _, name := range []string{"process", "burstiness"} {
 			if fl.Changed(name) {
-				return w, usagef("--%s applies to the open loop (--rate)", name)
+				return w, cli.Usagef("--%s applies to the open loop (--rate)", name)
 			}
 		}
 		w.Closed = &scenarios.Closed{Clients: f.clients, Think: f.think, Backoff: f.backoff}
 	default:
 		for _, name := range []string{"think", "backoff"} {
 			if fl.Changed(name) {
-				return w, usagef("--%s applies to the closed loop (--clients)", name)
+				return w, cli.Usagef("--%s applies to the closed loop (--clients)", name)
 			}
 		}
 		w.Open = &scenarios.Open{Process: f.process, Rate: f.rate, Shape: f.burstiness}
 	}
 	var err error
 	if w.PromptTokens, err = bench.ParseDist(f.promptTokens); err != nil {
-		return w, usagef("--prompt-tokens: %w", err)
+		return w, cli.Usagef("--prompt-tokens: %w", err)
 	}
 	if w.OutputTokens, err = bench.ParseDist(f.outputTokens); err != nil {
-		return w, usagef("--output-tokens: %w", err)
+		return w, cli.Usagef("--output-tokens: %w", err)
 	}
 	share := f.streaming
 	w.Streaming = &share
@@ -144,21 +143,21 @@ func (f *loadFlags) workload(fl *pflag.FlagSet) (scenarios.Workload, error) {
 func (f *loadFlags) apply(fl *pflag.FlagSet, p *bench.Plan) error {
 	ep, err := bench.ParseEndpoint(f.endpoint)
 	if err != nil {
-		return usagef("--endpoint: %w", err)
+		return cli.Usagef("--endpoint: %w", err)
 	}
 	if f.timeout <= 0 {
-		return usagef("--timeout must be positive")
+		return cli.Usagef("--timeout must be positive")
 	}
 	p.Endpoint, p.IgnoreEOS, p.Warmup, p.WarmupClients, p.Timeout = ep, f.ignoreEOS, f.warmup, f.warmupClient, f.timeout
 	if fl.Changed("requests") {
 		p.Requests = f.requests
 		if p.Requests < 1 {
-			return usagef("--requests must be at least 1")
+			return cli.Usagef("--requests must be at least 1")
 		}
 	}
 	if fl.Changed("duration") {
 		if fl.Changed("requests") {
-			return usagef("give --requests or --duration, not both")
+			return cli.Usagef("give --requests or --duration, not both")
 		}
 		p.Duration = f.duration
 	}
@@ -190,10 +189,10 @@ func parseGoodput(pairs []string) (bench.SLO, error) {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), ":")
 		ms, err := strconv.ParseFloat(v, 64)
 		if !ok || err != nil || !(ms > 0 && ms <= 86_400_000) {
-			return slo, usagef("--goodput: expected ttft:MS, tpot:MS or e2el:MS with 0 < MS <= 86400000")
+			return slo, cli.Usagef("--goodput: expected ttft:MS, tpot:MS or e2el:MS with 0 < MS <= 86400000")
 		}
 		if seen[k] {
-			return slo, usagef("--goodput: %s given twice", k)
+			return slo, cli.Usagef("--goodput: %s given twice", k)
 		}
 		seen[k] = true
 		d := time.Duration(ms * float64(time.Millisecond))
@@ -205,7 +204,7 @@ func parseGoodput(pairs []string) (bench.SLO, error) {
 		case "e2el":
 			slo.E2EL = d
 		default:
-			return slo, usagef("--goodput: the metrics are ttft, tpot and e2el")
+			return slo, cli.Usagef("--goodput: the metrics are ttft, tpot and e2el")
 		}
 	}
 	return slo, nil
@@ -215,52 +214,35 @@ func parseGoodput(pairs []string) (bench.SLO, error) {
 // embedded scenario.
 func loadScenario(arg string) (*scenarios.Scenario, error) {
 	if info, err := os.Stat(arg); err == nil && info.Mode().IsRegular() {
-		data, err := readBounded(arg, scenarios.MaxBytes)
+		data, err := cli.ReadBounded(arg, scenarios.MaxBytes)
 		if err != nil {
 			return nil, err
 		}
 		sc, err := scenarios.Parse(data)
 		if err != nil {
-			return nil, usageError{fmt.Errorf("%s: %w", arg, err)}
+			return nil, cli.Usagef("%s: %w", arg, err)
 		}
 		return sc, nil
 	}
 	sc, err := scenarios.Lookup(strings.TrimSuffix(filepath.Base(arg), ".yaml"))
 	if err != nil {
-		return nil, usageError{fmt.Errorf("--scenario %s is neither a scenario file nor an embedded scenario: %w", arg, err)}
+		return nil, cli.Usagef("--scenario %s is neither a scenario file nor an embedded scenario: %w", arg, err)
 	}
 	return sc, nil
-}
-
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, usagef("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
 
 // token reads a bearer token from a file (first line) or an environment variable; "" when
 // neither is set. The token is never printed.
 func token(file, env string) (string, error) {
 	if file != "" {
-		data, err := readBounded(file, 64<<10)
+		data, err := cli.ReadBounded(file, 64<<10)
 		if err != nil {
 			return "", err
 		}
 		line, _, _ := strings.Cut(string(data), "\n")
 		t := strings.TrimSpace(line)
 		if t == "" {
-			return "", usagef("token file %s is empty", file)
+			return "", cli.Usagef("token file %s is empty", file)
 		}
 		return t, nil
 	}

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,6 +10,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // outputs are the files a run writes besides the terminal table.
@@ -36,14 +35,14 @@ func (o *outputs) register(fl *pflag.FlagSet, withRaw bool) {
 // check refuses bad output flags before anything is sent.
 func (o *outputs) check() error {
 	if o.plotFormat != bench.FormatPNG && o.plotFormat != bench.FormatSVG {
-		return usagef("--plot-format must be png or svg")
+		return cli.Usagef("--plot-format must be png or svg")
 	}
 	for _, f := range []string{o.json, o.markdown, o.raw, o.cpuProfile} {
 		if f == "" {
 			continue
 		}
 		if info, err := os.Stat(filepath.Dir(f)); err != nil || !info.IsDir() {
-			return usagef("the directory of %s does not exist", f)
+			return cli.Usagef("the directory of %s does not exist", f)
 		}
 	}
 	return nil
@@ -68,65 +67,23 @@ func (o *outputs) profile() (func() error, error) {
 	}, nil
 }
 
-// report is what a command prints and writes: a single result or a comparison.
-type report struct {
-	label   string
-	results []bench.Result    // one, or direct and routed
-	cmp     *bench.Comparison // set for a comparison
-}
-
-// buildReport computes the results of a run or a comparison (a header with two targets: direct,
-// then routed).
-func buildReport(h bench.RawHeader, recs []bench.Record) *report {
-	results := bench.Build(h, recs)
-	r := &report{label: h.Label, results: results}
-	if len(results) == 2 {
-		c := bench.Compare(results[0], results[1])
-		r.cmp = &c
-	}
-	return r
-}
-
-func (r *report) text(w io.Writer) error {
-	if r.cmp != nil {
-		return r.cmp.Text(w)
-	}
-	return r.results[0].Text(w)
-}
-
-func (r *report) markdown(w io.Writer) error {
-	if r.cmp != nil {
-		return r.cmp.Markdown(w)
-	}
-	return r.results[0].Markdown(w)
-}
-
-func (r *report) json(w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	if r.cmp != nil {
-		return enc.Encode(r.cmp)
-	}
-	return enc.Encode(r.results[0])
-}
-
 // write prints the table and writes the requested files. raw is nil for the report command.
-func (o *outputs) write(stdout io.Writer, r *report, raw func(io.Writer) error) error {
-	if err := r.text(stdout); err != nil {
+func (o *outputs) write(stdout io.Writer, r *bench.Report, raw func(io.Writer) error) error {
+	if err := r.Text(stdout); err != nil {
 		return err
 	}
 	if o.json != "" {
-		if err := writeFile(o.json, r.json); err != nil {
+		if err := cli.WriteFile(o.json, r.JSON); err != nil {
 			return err
 		}
 	}
 	if o.markdown != "" {
-		if err := writeFile(o.markdown, r.markdown); err != nil {
+		if err := cli.WriteFile(o.markdown, r.Markdown); err != nil {
 			return err
 		}
 	}
 	if o.raw != "" && raw != nil {
-		if err := writeFile(o.raw, raw); err != nil {
+		if err := cli.WriteFile(o.raw, raw); err != nil {
 			return err
 		}
 	}
@@ -138,39 +95,19 @@ func (o *outputs) write(stdout io.Writer, r *report, raw func(io.Writer) error) 
 	return nil
 }
 
-func (o *outputs) writePlots(r *report) error {
+func (o *outputs) writePlots(r *bench.Report) error {
 	if err := os.MkdirAll(o.plots, 0o755); err != nil {
 		return err
 	}
-	figs, err := bench.Figures(r.label, r.results)
+	figs, err := r.Figures()
 	if err != nil {
 		return err
 	}
 	for _, f := range figs {
 		path := filepath.Join(o.plots, f.Name+"."+o.plotFormat)
-		if err := writeFile(path, func(w io.Writer) error { return f.WriteTo(w, o.plotFormat) }); err != nil {
+		if err := cli.WriteFile(path, func(w io.Writer) error { return f.WriteTo(w, o.plotFormat) }); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// writeFile writes a file through a buffer and reports the first error, the close's included.
-func writeFile(path string, write func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriterSize(f, 1<<16)
-	err = write(bw)
-	if err == nil {
-		err = bw.Flush()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 func newReport() *cobra.Command {
@@ -16,7 +17,7 @@ func newReport() *cobra.Command {
 		Short: "Recompute a run's or a comparison's report from its raw records",
 		Args: func(_ *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("report takes one raw file, got %d arguments", len(args))
+				return cli.Usagef("report takes one raw file, got %d arguments", len(args))
 			}
 			return nil
 		},
@@ -26,12 +27,12 @@ func newReport() *cobra.Command {
 			}
 			f, err := os.Open(args[0])
 			if err != nil {
-				return usageError{err}
+				return cli.UsageError{Err: err}
 			}
 			defer f.Close()
 			h, recs, err := bench.ReadRaw(f)
 			if err != nil {
-				return usageError{err}
+				return cli.UsageError{Err: err}
 			}
 			if cmd.Flags().Changed("goodput") {
 				slo, err := parseGoodput(goodput)
@@ -40,7 +41,7 @@ func newReport() *cobra.Command {
 				}
 				h.SLO = slo.Millis()
 			}
-			return o.write(cmd.OutOrStdout(), buildReport(h, recs), nil)
+			return o.write(cmd.OutOrStdout(), bench.NewReport(h, recs), nil)
 		},
 	}
 	cmd.Flags().StringSliceVar(&goodput, "goodput", nil, "recompute goodput under these SLOs in ms: ttft:MS,tpot:MS,e2el:MS")

@@ -3,12 +3,11 @@ package main
 import (
 	"context"
 	"io"
-	"os"
-	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // targetFlags name one target on the command line.
@@ -21,10 +20,10 @@ type targetFlags struct {
 
 func (f *targetFlags) target(name, urlFlag, modelFlag string) (bench.Target, error) {
 	if len(f.urls) == 0 {
-		return bench.Target{}, usagef("--%s is required", urlFlag)
+		return bench.Target{}, cli.Usagef("--%s is required", urlFlag)
 	}
 	if f.model == "" {
-		return bench.Target{}, usagef("--%s is required", modelFlag)
+		return bench.Target{}, cli.Usagef("--%s is required", modelFlag)
 	}
 	tok, err := token(f.tokenFile, f.tokenEnv)
 	if err != nil {
@@ -32,7 +31,7 @@ func (f *targetFlags) target(name, urlFlag, modelFlag string) (bench.Target, err
 	}
 	t := bench.Target{Name: name, URLs: f.urls, Model: f.model, Token: tok}
 	if err := t.Validate(); err != nil {
-		return bench.Target{}, usageError{err}
+		return bench.Target{}, cli.UsageError{Err: err}
 	}
 	return t, nil
 }
@@ -44,7 +43,7 @@ func newRun() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run --url URL --model M (--clients N | --rate R | --scenario S) [--requests N | --duration D]",
 		Short: "Send a load to one OpenAI-compatible URL and report vllm bench serve's figures",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := lf.plan(cmd.Flags())
 			if err != nil {
@@ -70,8 +69,8 @@ func newRun() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			h := bench.Header(&p, []bench.TargetInfo{withStop(res)})
-			if err := o.write(cmd.OutOrStdout(), buildReport(h, res.Records), func(w io.Writer) error {
+			h := bench.Header(&p, []bench.TargetInfo{res.Info()})
+			if err := o.write(cmd.OutOrStdout(), bench.NewReport(h, res.Records), func(w io.Writer) error {
 				return bench.WriteRaw(w, h, res.Records)
 			}); err != nil {
 				return err
@@ -93,7 +92,7 @@ func newRun() *cobra.Command {
 func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target, round int, stderr io.Writer, noProgress bool) (*bench.RunResult, error) {
 	live := &bench.Live{}
 	var bar *bench.Progress
-	if f, ok := stderr.(*os.File); ok && !noProgress && isTerminal(f) {
+	if !noProgress && cli.IsTerminal(stderr) {
 		total := int64(0)
 		if p.Requests > 0 {
 			total = int64(p.Requests + p.Warmup)
@@ -105,34 +104,7 @@ func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target,
 		bar.Stop()
 	}
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	return res, nil
-}
-
-func isTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
-}
-
-// withStop is the run's target info with why it stopped early, if it did.
-func withStop(res *bench.RunResult) bench.TargetInfo {
-	info := res.Target
-	info.Stopped = res.Stopped
-	return info
-}
-
-// joinStops merges the stop reasons of several rounds of one target.
-func joinStops(infos []bench.TargetInfo) string {
-	var reasons []string
-	for i, t := range infos {
-		if t.Stopped != "" {
-			reasons = append(reasons, "round "+itoa(i)+": "+t.Stopped)
-		}
-	}
-	s := strings.Join(reasons, "; ")
-	if len(s) > 512 {
-		s = s[:512]
-	}
-	return s
 }

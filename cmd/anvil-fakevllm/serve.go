@@ -6,7 +6,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -14,9 +13,10 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/fakevllm/engine"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // shutdownGrace bounds the graceful shutdown on SIGINT/SIGTERM: streams in
@@ -102,13 +102,13 @@ func serve(ctx context.Context, fl *pflag.FlagSet, f serveFlags, stdout, stderr 
 
 func buildOptions(fl *pflag.FlagSet, f serveFlags, stderr io.Writer) (fakevllm.Options, error) {
 	if len(f.models) == 0 {
-		return fakevllm.Options{}, usagef("--model is required")
+		return fakevllm.Options{}, cli.Usagef("--model is required")
 	}
 	if f.members < 1 || f.members > fakevllm.MaxMembers {
-		return fakevllm.Options{}, usagef("--members must be from 1 to %d", fakevllm.MaxMembers)
+		return fakevllm.Options{}, cli.Usagef("--members must be from 1 to %d", fakevllm.MaxMembers)
 	}
 	if f.basePort < 0 || f.basePort+f.members-1 > 65535 {
-		return fakevllm.Options{}, usagef("--base-port %d with %d members leaves the port range", f.basePort, f.members)
+		return fakevllm.Options{}, cli.Usagef("--base-port %d with %d members leaves the port range", f.basePort, f.members)
 	}
 	prof, err := loadProfile(fl, f)
 	if err != nil {
@@ -119,7 +119,7 @@ func buildOptions(fl *pflag.FlagSet, f serveFlags, stderr io.Writer) (fakevllm.O
 		return fakevllm.Options{}, err
 	}
 	if faults, err = f.faults.apply(fl, faults); err != nil {
-		return fakevllm.Options{}, usageError{err}
+		return fakevllm.Options{}, cli.UsageError{Err: err}
 	}
 	level := slog.LevelInfo
 	if f.verbose {
@@ -130,7 +130,7 @@ func buildOptions(fl *pflag.FlagSet, f serveFlags, stderr io.Writer) (fakevllm.O
 		MaxBodyBytes: f.maxBodyBytes, MaxAudioBytes: f.maxAudioBytes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if err := opts.Validate(); err != nil { // before binding any port
-		return fakevllm.Options{}, usageError{err}
+		return fakevllm.Options{}, cli.UsageError{Err: err}
 	}
 	return opts, nil
 }
@@ -139,20 +139,20 @@ func loadProfile(fl *pflag.FlagSet, f serveFlags) (engine.Profile, error) {
 	if f.profileFile == "" {
 		p, err := profile.Lookup(f.profile)
 		if err != nil {
-			return engine.Profile{}, usageError{err}
+			return engine.Profile{}, cli.UsageError{Err: err}
 		}
 		return p, nil
 	}
 	if fl.Changed("profile") {
-		return engine.Profile{}, usagef("--profile and --profile-file are exclusive")
+		return engine.Profile{}, cli.Usagef("--profile and --profile-file are exclusive")
 	}
-	data, err := readBounded(f.profileFile, profile.MaxFileBytes)
+	data, err := cli.ReadBounded(f.profileFile, profile.MaxFileBytes)
 	if err != nil {
 		return engine.Profile{}, err
 	}
 	p, err := profile.Parse(data)
 	if err != nil {
-		return engine.Profile{}, usageError{fmt.Errorf("%s: %w", f.profileFile, err)}
+		return engine.Profile{}, cli.Usagef("%s: %w", f.profileFile, err)
 	}
 	return p, nil
 }
@@ -161,32 +161,15 @@ func loadFaults(path string) (fakevllm.Faults, error) {
 	if path == "" {
 		return fakevllm.Faults{}, nil
 	}
-	data, err := readBounded(path, fakevllm.MaxFaultsBytes)
+	data, err := cli.ReadBounded(path, fakevllm.MaxFaultsBytes)
 	if err != nil {
 		return fakevllm.Faults{}, err
 	}
 	faults, err := fakevllm.ParseFaults(data)
 	if err != nil {
-		return fakevllm.Faults{}, usageError{fmt.Errorf("%s: %w", path, err)}
+		return fakevllm.Faults{}, cli.Usagef("%s: %w", path, err)
 	}
 	return faults, nil
-}
-
-// readBounded reads a file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, usageError{err}
-	}
-	defer fh.Close()
-	data, err := io.ReadAll(io.LimitReader(fh, limit+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", path, err)
-	}
-	if int64(len(data)) > limit {
-		return nil, usagef("%s is larger than %d bytes", path, limit)
-	}
-	return data, nil
 }
 
 // listen binds one listener per member, closing them all on failure.

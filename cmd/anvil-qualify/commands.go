@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/qualification"
 )
 
@@ -15,23 +16,23 @@ import (
 // qualification.MaxFileBytes).
 func readPlan(path string) (*qualification.Plan, error) {
 	if path == "" {
-		return nil, usagef("-f QUAL.yaml is required")
+		return nil, cli.Usagef("-f QUAL.yaml is required")
 	}
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usagef("cannot read the qualification file %s", path)
+		return nil, cli.Usagef("cannot read the qualification file %s", path)
 	}
 	defer f.Close()
 	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
-		return nil, usagef("the qualification file %s is not a regular file", path)
+		return nil, cli.Usagef("the qualification file %s is not a regular file", path)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, qualification.MaxFileBytes+1))
 	if err != nil {
-		return nil, usagef("cannot read the qualification file %s", path)
+		return nil, cli.Usagef("cannot read the qualification file %s", path)
 	}
 	p, err := qualification.Parse(data)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	return p, nil
 }
@@ -58,7 +59,7 @@ func newPlan(lookup env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "plan -f QUAL.yaml",
 		Short: "Validate a qualification file and print the exact procedure and what each phase touches; sends nothing",
-		Args:  noArgs,
+		Args:  cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := readPlan(file)
 			if err != nil {
@@ -84,7 +85,7 @@ func newDigest(lookup env) *cobra.Command {
 		Long: `digest computes approval.digest for the plan in the file: HMAC-SHA256 of the plan's fingerprint
 under the approval token (from ANVIL_QUALIFY_APPROVAL, or --approval-token). Record the printed
 lines in the file; changing anything a run would do changes the fingerprint and voids them.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := readPlan(file)
 			if err != nil {
@@ -92,11 +93,11 @@ lines in the file; changing anything a run would do changes the fingerprint and 
 			}
 			t := approvalToken(token, lookup)
 			if t == "" {
-				return usageError{qualification.ErrNoToken}
+				return cli.UsageError{Err: qualification.ErrNoToken}
 			}
 			d, err := qualification.Digest(t, p.Fingerprint())
 			if err != nil {
-				return usageError{err}
+				return cli.UsageError{Err: err}
 			}
 			_, err = fmt.Fprintf(cmd.OutOrStdout(), "# plan %s\napproval:\n  digest: %s\n", p.Fingerprint(), d)
 			return err
@@ -118,7 +119,7 @@ or ANVIL_QUALIFY_APPROVAL) whose digest over this plan's fingerprint is the one 
 Then it runs preflight, baseline, routed, sustained and failure, then restoration and the gate,
 which always run (Ctrl-C stops the load and goes straight to restoration). Exit 0: the verdict
 passed and the router was restored; 1: the run failed or was interrupted; 3: restoration failed.`,
-		Args: noArgs,
+		Args: cli.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			p, err := readPlan(file)
 			if err != nil {
@@ -126,11 +127,11 @@ passed and the router was restored; 1: the run failed or was interrupted; 3: res
 			}
 			approval, err := p.Approve(approve, approvalToken(token, lookup))
 			if err != nil {
-				return usageError{err}
+				return cli.UsageError{Err: err}
 			}
 			secrets, err := p.Resolve(sources(lookup))
 			if err != nil {
-				return usageError{err}
+				return cli.UsageError{Err: err}
 			}
 			res, err := qualification.Run(cmd.Context(), p, approval, qualification.Options{Secrets: secrets, Progress: cmd.ErrOrStderr()})
 			if res == nil {
@@ -143,11 +144,11 @@ passed and the router was restored; 1: the run failed or was interrupted; 3: res
 			}
 			switch {
 			case err != nil:
-				return exitError{exitFailure, err}
+				return cli.ExitError{Code: cli.ExitFailure, Err: err}
 			case !res.Verdict.Restored:
-				return exitError{exitUnrestored, errors.New("restoration failed: the router may be left changed; see router/status-after.json")}
+				return cli.ExitError{Code: exitUnrestored, Err: errors.New("restoration failed: the router may be left changed; see router/status-after.json")}
 			case res.Verdict.Result != qualification.VerdictPass:
-				return exitError{exitFailure, fmt.Errorf("verdict %s", res.Verdict.Result)}
+				return cli.ExitError{Code: cli.ExitFailure, Err: fmt.Errorf("verdict %s", res.Verdict.Result)}
 			}
 			return nil
 		},
@@ -164,7 +165,7 @@ func newVerify() *cobra.Command {
 		Short: "Check a run directory against its manifest: exactly the listed files, each with its SHA-256",
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
-				return usagef("verify takes one run directory, got %d arguments", len(args))
+				return cli.Usagef("verify takes one run directory, got %d arguments", len(args))
 			}
 			return nil
 		},

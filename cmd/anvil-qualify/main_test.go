@@ -16,8 +16,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/fakevllm"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
 	"github.com/anvil-llm/anvil/qualification"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/server"

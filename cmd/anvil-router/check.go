@@ -6,6 +6,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 )
@@ -19,7 +20,7 @@ func newConfigCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := load.File(args[0])
 			if err != nil {
-				return usageError{err}
+				return cmdline.UsageError{Err: err}
 			}
 			out, err := cfg.Normalized()
 			if err != nil {
@@ -45,7 +46,7 @@ func newDecisionsCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			f, err := os.Open(args[0])
 			if err != nil {
-				return usageError{fmt.Errorf("cannot open decision log: %w", err)}
+				return cmdline.Usagef("cannot open decision log: %w", err)
 			}
 			defer f.Close()
 			var recs []decisionlog.Record
@@ -57,11 +58,11 @@ func newDecisionsCmd() *cobra.Command {
 					fmt.Fprintf(cmd.ErrOrStderr(), "skipped %d invalid lines; first: %v\n", skipped, first)
 				}
 			} else if recs, err = decisionlog.ReadJSONL(f, decisionlog.MaxReadRecords); err != nil {
-				return usageError{err}
+				return cmdline.UsageError{Err: err}
 			}
 			s := decisionlog.Summarize(recs)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), s)
+				return cmdline.WriteJSON(cmd.OutOrStdout(), s)
 			}
 			_, err = fmt.Fprint(cmd.OutOrStdout(), s.Text())
 			return err

@@ -4,80 +4,48 @@
 package main
 
 import (
-	"errors"
-	"fmt"
+	"context"
 	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 )
 
 // Exit codes: 0 success, 1 runtime failure, 2 usage or invalid input.
 const (
-	exitFailure = 1
-	exitUsage   = 2
+	exitFailure = cmdline.ExitFailure
+	exitUsage   = cmdline.ExitUsage
 )
 
-// usageError marks failures caused by the caller's input (flags, config, files), which exit 2.
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
+// usageError marks failures caused by the caller's input (flags, config, files), which exit 2; the
+// package's tests name it so. internal/cli is imported as cmdline here because the transition
+// tests declare a type cli.
+type usageError = cmdline.UsageError
 
 func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
 func run(args []string) int {
-	root := newRoot(processConsole())
-	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(os.Stderr, "anvil-router:", err)
-	return exitCode(err)
+	return exitCode(cmdline.Execute(context.Background(), newRoot(processConsole()), args, os.Stderr))
 }
 
 // exitCode maps an error to the process exit code. cobra reports an unknown command with a plain
 // error that only its text identifies.
 func exitCode(err error) int {
-	var ue usageError
-	if err == nil {
-		return 0
-	}
-	if errors.As(err, &ue) || strings.HasPrefix(err.Error(), "unknown command ") {
+	if err != nil && strings.HasPrefix(err.Error(), "unknown command ") {
 		return exitUsage
 	}
-	return exitFailure
+	return cmdline.Code(err)
 }
 
 func newRoot(con console) *cobra.Command {
-	root := &cobra.Command{
-		Use:           "anvil-router",
-		Short:         "Route OpenAI-style requests over direct and replica tiers",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
+	root := cmdline.NewRoot("anvil-router", "Route OpenAI-style requests over direct and replica tiers")
 	root.AddCommand(newServe(), newConfigCmd(), newDecisionsCmd(), newVersion(), newMCPCmd(con))
 	root.AddCommand(newTransitionCmds(con)...)
 	root.AddCommand(newManifestCmd(func() *cobra.Command { return newRoot(con) }))
-	usageArgs(root)
+	cmdline.UsageArgs(root)
 	return root
-}
-
-// usageArgs makes every positional-argument refusal a usage error (exit 2), as flag errors are.
-func usageArgs(c *cobra.Command) {
-	if check := c.Args; check != nil {
-		c.Args = func(cmd *cobra.Command, args []string) error {
-			if err := check(cmd, args); err != nil {
-				return usageError{err}
-			}
-			return nil
-		}
-	}
-	for _, sub := range c.Commands() {
-		usageArgs(sub)
-	}
 }

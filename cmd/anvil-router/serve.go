@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -16,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/internal/logwriter"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
@@ -39,11 +37,11 @@ func newServe() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch {
 			case f.demo == (f.config != ""):
-				return usageError{fmt.Errorf("serve needs exactly one of --config FILE or --demo")}
+				return cmdline.Usagef("serve needs exactly one of --config FILE or --demo")
 			case f.drive < 0 || f.drive > 100000:
-				return usageError{fmt.Errorf("--drive must be 0-100000")}
+				return cmdline.Usagef("--drive must be 0-100000")
 			case f.drive > 0 && !f.demo:
-				return usageError{fmt.Errorf("--drive works only with --demo")}
+				return cmdline.Usagef("--drive works only with --demo")
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
@@ -81,18 +79,18 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	}
 	data, err := os.ReadFile(f.config)
 	if err != nil {
-		return usageError{fmt.Errorf("cannot read config file: %w", err)}
+		return cmdline.Usagef("cannot read config file: %w", err)
 	}
 	cfg, err := load.ParseWith(data, config.Sources{LookupEnv: overlayEnv(over), ReadFile: load.ReadTokenFile})
 	if err != nil {
-		return usageError{err}
+		return cmdline.UsageError{Err: err}
 	}
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
 	srv, err := server.New(cfg, server.Options{Logger: log})
 	if errors.Is(err, intent.ErrInvalid) {
-		return usageError{err} // a malformed intent file is refused like a malformed config
+		return cmdline.UsageError{Err: err} // a malformed intent file is refused like a malformed config
 	}
 	if err != nil {
 		return err
@@ -111,20 +109,4 @@ func newLogger(w io.Writer, l config.Log) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, opts))
 	}
 	return slog.New(slog.NewTextHandler(w, opts))
-}
-
-// token returns the environment's value for key, or a fresh random token.
-func token(key string) string {
-	if v, ok := os.LookupEnv(key); ok && v != "" {
-		return v
-	}
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	return "anvil-" + hex.EncodeToString(b[:])
-}
-
-func writeJSON(w io.Writer, v any) error {
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(v)
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/manage"
 )
@@ -36,7 +37,7 @@ type console struct {
 func processConsole() console {
 	return console{
 		stdin:      os.Stdin,
-		isTerminal: func() bool { fi, err := os.Stdin.Stat(); return err == nil && fi.Mode()&os.ModeCharDevice != 0 },
+		isTerminal: func() bool { return cmdline.IsTerminal(os.Stdin) },
 		lookupEnv:  os.LookupEnv,
 		doer:       &http.Client{Transport: http.DefaultTransport},
 	}
@@ -60,29 +61,29 @@ func (t *target) client(con console) (*manage.Client, error) {
 		url, _ = con.lookupEnv(EnvRouterURL)
 	}
 	if url == "" {
-		return nil, usageError{fmt.Errorf("no router: pass --router URL or set %s", EnvRouterURL)}
+		return nil, cmdline.Usagef("no router: pass --router URL or set %s", EnvRouterURL)
 	}
 	var token string
 	if t.tokenFile != "" {
 		f, err := os.Open(t.tokenFile)
 		if err != nil {
-			return nil, usageError{errors.New("cannot read --admin-token-file")}
+			return nil, cmdline.UsageError{Err: errors.New("cannot read --admin-token-file")}
 		}
-		b, err := io.ReadAll(io.LimitReader(f, maxTokenFile+1))
+		b, err := cmdline.ReadAtMost(f, maxTokenFile)
 		_ = f.Close()
-		if err != nil || len(b) > maxTokenFile {
-			return nil, usageError{errors.New("cannot read --admin-token-file (at most 4096 bytes)")}
+		if err != nil {
+			return nil, cmdline.UsageError{Err: errors.New("cannot read --admin-token-file (at most 4096 bytes)")}
 		}
 		token = strings.TrimRight(string(b), "\r\n")
 	} else {
 		token, _ = con.lookupEnv(config.EnvAdminToken)
 	}
 	if token == "" {
-		return nil, usageError{fmt.Errorf("no admin token: set %s or pass --admin-token-file", config.EnvAdminToken)}
+		return nil, cmdline.Usagef("no admin token: set %s or pass --admin-token-file", config.EnvAdminToken)
 	}
 	c, err := manage.NewClient(con.doer, url, token)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cmdline.UsageError{Err: err}
 	}
 	return c, nil
 }
@@ -171,7 +172,7 @@ func (f *transitionFlags) request(cmd *cobra.Command, action string) (manage.Req
 func runTransition(cmd *cobra.Command, con console, action string, f *transitionFlags) error {
 	req, err := f.request(cmd, action)
 	if err != nil {
-		return usageError{err}
+		return cmdline.UsageError{Err: err}
 	}
 	client, err := f.client(con)
 	if err != nil {
@@ -192,7 +193,7 @@ func runTransition(cmd *cobra.Command, con console, action string, f *transition
 // confirm shows the endpoint's dry run of req on standard error and asks y/N on the terminal.
 func confirm(cmd *cobra.Command, con console, client *manage.Client, req manage.Request, output string) error {
 	if !con.isTerminal() {
-		return usageError{fmt.Errorf("%s changes router state: pass --yes to confirm (standard input is not a terminal)", req.Action)}
+		return cmdline.Usagef("%s changes router state: pass --yes to confirm (standard input is not a terminal)", req.Action)
 	}
 	preview := req
 	preview.DryRun = true
@@ -226,7 +227,7 @@ func sendTransition(ctx context.Context, client *manage.Client, req manage.Reque
 	resp, err := client.Transition(ctx, req)
 	var p *manage.Problem
 	if errors.As(err, &p) {
-		return resp, usageError{err}
+		return resp, cmdline.UsageError{Err: err}
 	}
 	return resp, err
 }
@@ -241,7 +242,7 @@ func scopeName(tier, member string) string {
 // render writes a response as JSON or as a table of the tier and its members.
 func render(w io.Writer, resp manage.Response, output string) error {
 	if output == "json" {
-		return writeJSON(w, resp)
+		return cmdline.WriteJSON(w, resp)
 	}
 	dry := ""
 	if resp.DryRun {

@@ -5,6 +5,8 @@ import (
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	cmdline "github.com/anvil-llm/anvil/internal/cli"
 )
 
 // The linker sets these for release builds and images (make build, make image, the Dockerfile):
@@ -77,7 +79,7 @@ func newVersion() *cobra.Command {
 			bi, ok := debug.ReadBuildInfo()
 			info := buildVersion(version, revision, bi, ok)
 			if asJSON {
-				return writeJSON(cmd.OutOrStdout(), info)
+				return cmdline.WriteJSON(cmd.OutOrStdout(), info)
 			}
 			_, err := fmt.Fprintln(cmd.OutOrStdout(), info)
 			return err

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim/report"
 )
@@ -20,7 +21,7 @@ func newRun() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run FILE|NAME",
 		Short: "Run one scenario (a YAML file or an embedded name) and print its report",
-		Args:  exactArgs(1),
+		Args:  cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			return runScenario(cmd, args[0], nil, &o)
 		},
@@ -73,14 +74,14 @@ end-to-end latency per strategy, with the difference and whether it is within is
 given; it exits 1 when a figure is outside its bound.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(benches) > 0 {
-				return maxArgs(1)(cmd, args)
+				return cli.MaximumNArgs(1)(cmd, args)
 			}
-			return exactArgs(1)(cmd, args)
+			return cli.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(benches) > 0 {
 				if cmd.Flags().Changed("strategies") {
-					return usageError{fmt.Errorf("--strategies and --bench are exclusive: the bench results name the strategies")}
+					return cli.Usagef("--strategies and --bench are exclusive: the bench results name the strategies")
 				}
 				return compareBench(cmd, args, benches, &o)
 			}
@@ -102,15 +103,15 @@ func parseStrategies(s string) ([]string, error) {
 	for _, st := range strings.Split(s, ",") {
 		st = strings.TrimSpace(st)
 		if st != scenarios.StrategyRoundRobin && st != scenarios.StrategyCapacity {
-			return nil, usageError{fmt.Errorf("--strategies: %q is not round_robin or capacity", st)}
+			return nil, cli.Usagef("--strategies: %q is not round_robin or capacity", st)
 		}
 		if slices.Contains(out, st) {
-			return nil, usageError{fmt.Errorf("--strategies: %s listed twice", st)}
+			return nil, cli.Usagef("--strategies: %s listed twice", st)
 		}
 		out = append(out, st)
 	}
 	if len(out) < 2 {
-		return nil, usageError{fmt.Errorf("--strategies: compare needs two strategies")}
+		return nil, cli.Usagef("--strategies: compare needs two strategies")
 	}
 	return out, nil
 }
@@ -121,7 +122,7 @@ func newCheck() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "check [DIR]",
 		Short: "Run every scenario's gates (DIR's *.yaml, or the embedded scenarios); exit 1 on any failure",
-		Args:  maxArgs(1),
+		Args:  cli.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			list, err := checkList(args)
 			if err != nil {
@@ -152,7 +153,7 @@ func newCheck() *cobra.Command {
 				total.virtual += w.virtual
 				total.requests += w.requests
 				total.events += w.events
-				fmt.Fprintf(out, "%-4s %-22s %s  (%.2f s wall)\n", status(r), sc.Name, verdict(r), w.elapsed.Seconds())
+				fmt.Fprintf(out, "%-4s %-22s %s  (%.2f s wall)\n", status(r), sc.Name, r.Verdict(), w.elapsed.Seconds())
 				if !r.Passed {
 					failed++
 					if verbose {
@@ -213,18 +214,18 @@ func saveReport(r *report.Report, dir string) error {
 		return err
 	}
 	o := outputs{json: filepath.Join(dir, r.Scenario+".json"), markdown: filepath.Join(dir, r.Scenario+".md")}
-	if err := writeFile(o.json, r.WriteJSON); err != nil {
+	if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
 		return err
 	}
 	md := r.Markdown()
-	return writeFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err })
+	return cli.WriteFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err })
 }
 
 func newList() *cobra.Command {
 	return &cobra.Command{
 		Use:   "list",
 		Short: "List the embedded scenarios",
-		Args:  exactArgs(0),
+		Args:  cli.ExactArgs(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			for _, n := range scenarios.Names() {
 				sc, err := scenarios.Lookup(n)
@@ -235,23 +236,5 @@ func newList() *cobra.Command {
 			}
 			return nil
 		},
-	}
-}
-
-func exactArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.ExactArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
-	}
-}
-
-func maxArgs(n int) cobra.PositionalArgs {
-	return func(cmd *cobra.Command, args []string) error {
-		if err := cobra.MaximumNArgs(n)(cmd, args); err != nil {
-			return usageError{err}
-		}
-		return nil
 	}
 }

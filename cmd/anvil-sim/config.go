@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.yaml.in/yaml/v3"
 
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim"
 )
@@ -25,7 +26,7 @@ under a strategy (default: the tier's own), validated by the real config model. 
 per member in the scenario's order, puts the members on real URLs (all on one host); --listen sets
 the router's address. The caller token is not in the file: the router reads it from
 ANVIL_API_TOKEN, as the simulator's virtual router does.`,
-		Args: exactArgs(1),
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := loadScenario(args[0], scenarios.Override{})
 			if err != nil {
@@ -35,11 +36,11 @@ ANVIL_API_TOKEN, as the simulator's virtual router does.`,
 				strategy = sc.Tier.Strategy
 			}
 			if strategy != scenarios.StrategyRoundRobin && strategy != scenarios.StrategyCapacity {
-				return usageError{fmt.Errorf("--strategy: %q is not round_robin or capacity", strategy)}
+				return cli.Usagef("--strategy: %q is not round_robin or capacity", strategy)
 			}
 			doc, err := sim.RouterDocument(sc, strategy, sim.Placement{Endpoints: endpoints, Listen: listen, IntentFile: intentFile})
 			if err != nil {
-				return usageError{fmt.Errorf("%s: %w", args[0], err)}
+				return cli.Usagef("%s: %w", args[0], err)
 			}
 			var buf bytes.Buffer
 			fmt.Fprintf(&buf, "# anvil-router configuration of scenario %s under %s, as anvil-sim runs it (anvil-sim config).\n", sc.Name, strategy)
@@ -73,7 +74,7 @@ func newMembers() *cobra.Command {
 step scale. A real stand-in is anvil-fakevllm serve --model MODEL --profile PROFILE
 --fault-step-multiplier SCALE: the same engine model on real time. The first line is a comment
 naming the columns.`,
-		Args: exactArgs(1),
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := loadScenario(args[0], scenarios.Override{})
 			if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim"
 	"github.com/anvil-llm/anvil/sim/report"
@@ -109,7 +110,7 @@ func (o *outputs) decisionSink(opts *sim.Options, strategy string, several bool)
 	}
 	f, err := os.Create(path)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	bw := bufio.NewWriterSize(f, 1<<16)
 	opts.Decisions = bw
@@ -125,19 +126,19 @@ func (o *outputs) decisionSink(opts *sim.Options, strategy string, several bool)
 // write puts the report on stdout and into the requested files.
 func (o *outputs) write(r *report.Report, w wall, stdout io.Writer) error {
 	if o.quiet {
-		fmt.Fprintf(stdout, "%s: %s\n", r.Scenario, verdict(r))
+		fmt.Fprintf(stdout, "%s: %s\n", r.Scenario, r.Verdict())
 	} else {
 		fmt.Fprint(stdout, r.Text())
 	}
 	fmt.Fprintln(stdout, w.line())
 	if o.json != "" {
-		if err := writeFile(o.json, r.WriteJSON); err != nil {
+		if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
 			return err
 		}
 	}
 	if o.markdown != "" {
 		md := r.Markdown()
-		if err := writeFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err }); err != nil {
+		if err := cli.WriteFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err }); err != nil {
 			return err
 		}
 	}
@@ -145,19 +146,6 @@ func (o *outputs) write(r *report.Report, w wall, stdout io.Writer) error {
 		return writePlots(r, o.plots)
 	}
 	return nil
-}
-
-func verdict(r *report.Report) string {
-	if r.Passed {
-		return fmt.Sprintf("PASS (%d gates)", len(r.Gates))
-	}
-	var failed []string
-	for _, g := range r.Gates {
-		if g.Status == report.GateFail {
-			failed = append(failed, g.Name)
-		}
-	}
-	return fmt.Sprintf("FAIL: %s", strings.Join(failed, "; "))
 }
 
 func writePlots(r *report.Report, dir string) error {
@@ -171,27 +159,10 @@ func writePlots(r *report.Report, dir string) error {
 	for _, f := range figs {
 		for _, format := range []string{report.FormatPNG, report.FormatSVG} {
 			path := filepath.Join(dir, f.Name+"."+format)
-			if err := writeFile(path, func(w io.Writer) error { return f.WriteTo(w, format) }); err != nil {
+			if err := cli.WriteFile(path, func(w io.Writer) error { return f.WriteTo(w, format) }); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func writeFile(path string, fill func(io.Writer) error) error {
-	f, err := os.Create(path)
-	if err != nil {
-		return err
-	}
-	bw := bufio.NewWriter(f)
-	if err := fill(bw); err != nil {
-		_ = f.Close()
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		_ = f.Close()
-		return err
-	}
-	return f.Close()
 }

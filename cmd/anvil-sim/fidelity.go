@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/anvil-llm/anvil/bench"
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim/fidelity"
 )
@@ -21,7 +22,7 @@ var errOutside = errors.New("figures outside their bounds (see the table)")
 // and arrival window. It exits 1 (errOutside) when a bounded figure is outside its bound.
 func compareBench(cmd *cobra.Command, args, files []string, o *outputs) error {
 	if o.plots != "" || o.decisions != "" {
-		return usageError{fmt.Errorf("--plots and --decisions apply to simulated runs, not to compare --bench")}
+		return cli.Usagef("--plots and --decisions apply to simulated runs, not to compare --bench")
 	}
 	results, err := readResults(files)
 	if err != nil {
@@ -32,7 +33,7 @@ func compareBench(cmd *cobra.Command, args, files []string, o *outputs) error {
 		arg = args[0]
 	}
 	if arg == "" {
-		return usageError{fmt.Errorf("%s is a run of no scenario; anvil-bench run --scenario makes results to compare", files[0])}
+		return cli.Usagef("%s is a run of no scenario; anvil-bench run --scenario makes results to compare", files[0])
 	}
 	window := o.duration
 	if window == 0 {
@@ -46,7 +47,7 @@ func compareBench(cmd *cobra.Command, args, files []string, o *outputs) error {
 		sc.Seed = o.seed
 	}
 	if err := fidelity.Match(sc, results); err != nil {
-		return usageError{err}
+		return cli.UsageError{Err: err}
 	}
 	strategies := fidelity.Strategies(results)
 	if err := checkScenario(arg, sc, strategies); err != nil {
@@ -72,12 +73,12 @@ func readResults(files []string) ([]bench.Result, error) {
 	for _, path := range files {
 		f, err := os.Open(path)
 		if err != nil {
-			return nil, usageError{err}
+			return nil, cli.UsageError{Err: err}
 		}
 		r, err := bench.ReadResult(f)
 		_ = f.Close()
 		if err != nil {
-			return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+			return nil, cli.Usagef("%s: %w", path, err)
 		}
 		out = append(out, r)
 	}
@@ -92,12 +93,12 @@ func writeFidelity(r *fidelity.Report, w wall, o *outputs, stdout io.Writer) err
 	}
 	fmt.Fprintln(stdout, w.line())
 	if o.json != "" {
-		if err := writeFile(o.json, r.WriteJSON); err != nil {
+		if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
 			return err
 		}
 	}
 	if o.markdown != "" {
-		if err := writeFile(o.markdown, r.Markdown); err != nil {
+		if err := cli.WriteFile(o.markdown, r.Markdown); err != nil {
 			return err
 		}
 	}
@@ -118,38 +119,38 @@ submitted at the time the bench sent it with the token counts the member reporte
 the one the member runs, so the difference of each request is what the real path adds (HTTP both
 ways, goroutine scheduling, timer lateness) at the machine's load: the part of a sim-versus-real
 gap that is not the model's. It exits 1 when a figure is outside issue 15's bounds.`,
-		Args: exactArgs(1),
+		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, err := fidelity.Profile(profileName)
 			if err != nil {
-				return usageError{fmt.Errorf("--profile: %w", err)}
+				return cli.Usagef("--profile: %w", err)
 			}
 			if !(scale > 0 && scale <= scenarios.MaxStepScale) {
-				return usageError{fmt.Errorf("--step-scale must be in (0, %g]", scenarios.MaxStepScale)}
+				return cli.Usagef("--step-scale must be in (0, %g]", scenarios.MaxStepScale)
 			}
 			f, err := os.Open(args[0])
 			if err != nil {
-				return usageError{err}
+				return cli.UsageError{Err: err}
 			}
 			h, recs, err := bench.ReadRaw(f)
 			_ = f.Close()
 			if err != nil {
-				return usageError{fmt.Errorf("%s: %w", args[0], err)}
+				return cli.Usagef("%s: %w", args[0], err)
 			}
 			r, err := fidelity.Replay(h, recs, p, scale)
 			if err != nil {
-				return usageError{fmt.Errorf("%s: %w", args[0], err)}
+				return cli.Usagef("%s: %w", args[0], err)
 			}
 			if err := r.Text(cmd.OutOrStdout()); err != nil {
 				return err
 			}
 			if o.json != "" {
-				if err := writeFile(o.json, r.WriteJSON); err != nil {
+				if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
 					return err
 				}
 			}
 			if o.markdown != "" {
-				if err := writeFile(o.markdown, r.Markdown); err != nil {
+				if err := cli.WriteFile(o.markdown, r.Markdown); err != nil {
 					return err
 				}
 			}

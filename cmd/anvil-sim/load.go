@@ -1,13 +1,13 @@
 package main
 
 import (
-	"fmt"
-	"io"
+	"errors"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim"
 	"github.com/anvil-llm/anvil/sim/report"
@@ -23,11 +23,11 @@ func loadScenario(arg string, o scenarios.Override) (*scenarios.Scenario, error)
 	name := strings.TrimSuffix(filepath.Base(arg), ".yaml")
 	data, err := scenarios.Source(name)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("%s is neither a scenario file nor an embedded scenario: %w", arg, err)}
+		return nil, cli.Usagef("%s is neither a scenario file nor an embedded scenario: %w", arg, err)
 	}
 	sc, err := scenarios.ParseOverride(data, o)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("embedded %s.yaml: %w", name, err)}
+		return nil, cli.Usagef("embedded %s.yaml: %w", name, err)
 	}
 	return sc, nil
 }
@@ -35,19 +35,19 @@ func loadScenario(arg string, o scenarios.Override) (*scenarios.Scenario, error)
 func loadFile(path string, o scenarios.Override) (*scenarios.Scenario, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, scenarios.MaxBytes+1))
-	if err != nil {
-		return nil, usageError{fmt.Errorf("read %s: %w", path, err)}
+	data, err := cli.ReadAtMost(f, scenarios.MaxBytes)
+	if errors.Is(err, cli.ErrTooLarge) {
+		return nil, cli.Usagef("%s: larger than %d bytes", path, scenarios.MaxBytes)
 	}
-	if len(data) > scenarios.MaxBytes {
-		return nil, usageError{fmt.Errorf("%s: larger than %d bytes", path, scenarios.MaxBytes)}
+	if err != nil {
+		return nil, cli.Usagef("read %s: %w", path, err)
 	}
 	sc, err := scenarios.ParseOverride(data, o)
 	if err != nil {
-		return nil, usageError{fmt.Errorf("%s: %w", path, err)}
+		return nil, cli.Usagef("%s: %w", path, err)
 	}
 	return sc, nil
 }
@@ -56,7 +56,7 @@ func loadFile(path string, o scenarios.Override) (*scenarios.Scenario, error) {
 func scenarioFiles(dir string) ([]string, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, usageError{err}
+		return nil, cli.UsageError{Err: err}
 	}
 	var out []string
 	for _, e := range entries {
@@ -66,7 +66,7 @@ func scenarioFiles(dir string) ([]string, error) {
 	}
 	sort.Strings(out)
 	if len(out) == 0 {
-		return nil, usageError{fmt.Errorf("%s holds no *.yaml scenario", dir)}
+		return nil, cli.Usagef("%s holds no *.yaml scenario", dir)
 	}
 	return out, nil
 }
@@ -77,11 +77,11 @@ func scenarioFiles(dir string) ([]string, error) {
 // such as a capacity run of members without ceilings.
 func checkScenario(where string, sc *scenarios.Scenario, strategies []string) error {
 	if err := report.CheckGates(sc); err != nil {
-		return usageError{fmt.Errorf("%s: %w", where, err)}
+		return cli.Usagef("%s: %w", where, err)
 	}
 	for _, st := range strategies {
 		if err := sim.Check(sc, st); err != nil {
-			return usageError{fmt.Errorf("%s: strategy %s: %w", where, st, err)}
+			return cli.Usagef("%s: strategy %s: %w", where, st, err)
 		}
 	}
 	return nil

@@ -13,26 +13,22 @@
 package main
 
 import (
+	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 
 	"github.com/spf13/cobra"
+
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // Exit codes: 0 success, 1 a gate failed or the run failed, 2 usage or invalid input.
 const (
-	exitFailure = 1
-	exitUsage   = 2
+	exitFailure = cli.ExitFailure
+	exitUsage   = cli.ExitUsage
 )
-
-// usageError marks failures caused by the caller's input (arguments, flags, scenario files).
-type usageError struct{ err error }
-
-func (e usageError) Error() string { return e.err.Error() }
-func (e usageError) Unwrap() error { return e.err }
 
 // errGates is returned when a report's gates failed; the report itself already said which.
 var errGates = errors.New("gates failed")
@@ -47,30 +43,13 @@ func main() {
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
-	root := newRoot(stdout, stderr)
-	root.SetArgs(args)
-	err := root.Execute()
-	if err == nil {
-		return 0
-	}
-	fmt.Fprintln(stderr, "anvil-sim:", err)
-	var ue usageError
-	if errors.As(err, &ue) {
-		return exitUsage
-	}
-	return exitFailure
+	return cli.Code(cli.Execute(context.Background(), newRoot(stdout, stderr), args, stderr))
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
-	root := &cobra.Command{
-		Use:           "anvil-sim",
-		Short:         "Deterministic simulation of Anvil's scheduler on virtual time",
-		SilenceUsage:  true,
-		SilenceErrors: true,
-	}
+	root := cli.NewRoot("anvil-sim", "Deterministic simulation of Anvil's scheduler on virtual time")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
 	root.AddCommand(newRun(), newCheck(), newCompare(), newConfig(), newMembers(), newReplay(), newList())
 	return root
 }

@@ -2,11 +2,12 @@ package main
 
 import (
 	"io"
-	"os"
 	"time"
 
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
+
+	"github.com/anvil-llm/anvil/internal/cli"
 )
 
 // progress shows an mpb bar for a run that is still going after a second of wall time, on a
@@ -22,15 +23,10 @@ type progress struct {
 }
 
 func newProgress(out io.Writer, label string, enabled bool) *progress {
-	if f, ok := out.(*os.File); !ok || !isTerminal(f) {
+	if !cli.IsTerminal(out) {
 		enabled = false
 	}
 	return &progress{out: out, label: label, enabled: enabled, start: time.Now()}
-}
-
-func isTerminal(f *os.File) bool {
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
 }
 
 // update is sim.Options.Progress: virtual time done out of total.

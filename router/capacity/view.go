@@ -6,6 +6,7 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/health"
+	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -42,13 +43,8 @@ type Tier struct {
 	queued bool
 }
 
-// Queue is a tier's admission queue as the views show it: waiting now, its bound, and the requests
-// refused because it was full (since start).
-type Queue struct {
-	Waiting     int    `json:"waiting"`
-	MaxWaiting  int    `json:"max_waiting"`
-	RefusedFull uint64 `json:"refused_full"`
-}
+// Queue is a tier's admission queue as the views show it (its wire shape is router/manage's).
+type Queue = manage.Queue
 
 // Member is one replica member. Reason is never set by the admission or capacity view (the spec keeps
 // member reasons off those surfaces); the transition answer, which reports what an operator just did,
@@ -208,24 +204,7 @@ func AdmissionView(snaps []admission.Snapshot) []Tier {
 	return out
 }
 
-// availableJSON is the wire shape of an available tier.
-type availableJSON struct {
-	ID             string   `json:"id"`
-	Kind           string   `json:"kind"`
-	Strategy       string   `json:"strategy,omitempty"`
-	State          string   `json:"state"`
-	Reason         string   `json:"reason,omitempty"`
-	Draining       bool     `json:"draining"`
-	Retiring       bool     `json:"retiring,omitempty"`
-	Active         int64    `json:"active_requests"`
-	MaxConcurrency int64    `json:"max_concurrency"`
-	Released       uint64   `json:"released"`
-	ReleaseMisuse  uint64   `json:"release_misuse"`
-	Queue          *Queue   `json:"queue,omitempty"`
-	Members        []Member `json:"members,omitempty"`
-}
-
-// unavailableJSON is the wire shape of an unavailable tier: the same keys, every number null.
+// unavailableJSON is the wire shape of an unavailable tier: manage.TierView's keys, every number null.
 type unavailableJSON struct {
 	ID             string          `json:"id"`
 	Kind           string          `json:"kind"`
@@ -272,7 +251,7 @@ func (t Tier) MarshalJSON() ([]byte, error) {
 		return json.Marshal(unavailableDirectJSON{ID: t.ID, Kind: t.Kind.String(), State: StateUnavailable,
 			Queue: queue})
 	}
-	return json.Marshal(availableJSON{ID: t.ID, Kind: t.Kind.String(), Strategy: strategy, State: t.State,
+	return json.Marshal(manage.TierView[Member]{ID: t.ID, Kind: t.Kind.String(), Strategy: strategy, State: t.State,
 		Reason: t.Reason, Draining: t.Draining, Retiring: t.Retiring, Active: t.Active, MaxConcurrency: t.MaxConcurrency,
 		Released: t.Released, ReleaseMisuse: t.ReleaseMisuse, Queue: t.Queue, Members: t.Members})
 }

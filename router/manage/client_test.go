@@ -163,7 +163,9 @@ func TestOddRepliesAreNotRendered(t *testing.T) {
 		"garbage":       {200, `not json`},
 		"unknown field": {200, `{"action":"status","tier":"t","dry_run":false,"result":"status","scope":{"state":"admitting","active_requests":0,"draining":false},"snapshot":{"id":"t","kind":"direct","state":"admitting","draining":false,"active_requests":0,"max_concurrency":0,"released":0,"release_misuse":0},"url":"http://x"}`},
 		"escape codes":  {200, `{"action":"status","tier":"t","dry_run":false,"result":"status","scope":{"state":"admitting\u001b[2J","active_requests":0,"draining":false},"snapshot":{"id":"t","kind":"direct","state":"admitting","draining":false,"active_requests":0,"max_concurrency":0,"released":0,"release_misuse":0}}`},
-		"other tier":    {200, `{"action":"status","tier":"u","dry_run":false,"result":"status","scope":{"state":"admitting","active_requests":0,"draining":false},"snapshot":{"id":"u","kind":"direct","state":"admitting","draining":false,"active_requests":0,"max_concurrency":0,"released":0,"release_misuse":0}}`},
+		// The answer's snapshot shares the views' tier shape but never carries their queue.
+		"a queue":    {200, `{"action":"status","tier":"t","dry_run":false,"result":"status","scope":{"state":"admitting","active_requests":0,"draining":false},"snapshot":{"id":"t","kind":"direct","state":"admitting","draining":false,"active_requests":0,"max_concurrency":0,"released":0,"release_misuse":0,"queue":{"waiting":0,"max_waiting":1,"refused_full":0}}}`},
+		"other tier": {200, `{"action":"status","tier":"u","dry_run":false,"result":"status","scope":{"state":"admitting","active_requests":0,"draining":false},"snapshot":{"id":"u","kind":"direct","state":"admitting","draining":false,"active_requests":0,"max_concurrency":0,"released":0,"release_misuse":0}}`},
 	}
 	for name, rep := range replies {
 		t.Run(name, func(t *testing.T) {

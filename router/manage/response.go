@@ -30,25 +30,43 @@ type Member struct {
 	State          string `json:"state"`
 	Reason         string `json:"reason,omitempty"`
 	Draining       bool   `json:"draining"`
+	Retiring       bool   `json:"retiring,omitempty"` // left the configuration in a reload; still holds leases or waiters
 	Active         int64  `json:"active_requests"`
 	MaxConcurrency int64  `json:"max_concurrency"`
 }
 
-// Tier is one tier's admission snapshot as the admin API renders it: IDs, states, reason codes and
-// counts, never an endpoint or a credential.
-type Tier struct {
-	ID             string   `json:"id"`
-	Kind           string   `json:"kind"`
-	Strategy       string   `json:"strategy,omitempty"`
-	State          string   `json:"state"`
-	Reason         string   `json:"reason,omitempty"`
-	Draining       bool     `json:"draining"`
-	Active         int64    `json:"active_requests"`
-	MaxConcurrency int64    `json:"max_concurrency"`
-	Released       uint64   `json:"released"`
-	ReleaseMisuse  uint64   `json:"release_misuse"`
-	Members        []Member `json:"members,omitempty"`
+// TierView is the wire shape of one available tier wherever the admin API renders it: the
+// transition answer's snapshot (Tier) and the admission and capacity views (router/capacity, whose
+// member rows also carry readiness, passive health and telemetry). It is declared once, here, so
+// the surfaces cannot drift apart: IDs, states, reason codes and counts, never an endpoint or a
+// credential.
+type TierView[M any] struct {
+	ID             string `json:"id"`
+	Kind           string `json:"kind"`
+	Strategy       string `json:"strategy,omitempty"`
+	State          string `json:"state"`
+	Reason         string `json:"reason,omitempty"`
+	Draining       bool   `json:"draining"`
+	Retiring       bool   `json:"retiring,omitempty"` // left the configuration in a reload; still holds leases or waiters
+	Active         int64  `json:"active_requests"`
+	MaxConcurrency int64  `json:"max_concurrency"`
+	Released       uint64 `json:"released"`
+	ReleaseMisuse  uint64 `json:"release_misuse"`
+	Queue          *Queue `json:"queue,omitempty"` // the admission queue; nil when the tier has none
+	Members        []M    `json:"members,omitempty"`
 }
+
+// Queue is a tier's admission queue as the views show it: waiting now, its bound, and the requests
+// refused because it was full (since start).
+type Queue struct {
+	Waiting     int    `json:"waiting"`
+	MaxWaiting  int    `json:"max_waiting"`
+	RefusedFull uint64 `json:"refused_full"`
+}
+
+// Tier is one tier's admission snapshot as the transition answer carries it. The answer shows no
+// queue: a decoded answer with one is refused (Response.valid).
+type Tier = TierView[Member]
 
 // Response is the endpoint's answer to an accepted transition.
 type Response struct {
@@ -71,7 +89,7 @@ func (r Response) valid() bool {
 	}
 	if !ident.ValidID(r.Tier) || r.Snapshot.ID != r.Tier || r.MemberID != "" && !ident.ValidID(r.MemberID) ||
 		!validScope(r.Scope.State, r.Scope.Reason) || !validScope(r.Snapshot.State, r.Snapshot.Reason) ||
-		r.Snapshot.Kind != "direct" && r.Snapshot.Kind != "replica" ||
+		r.Snapshot.Kind != "direct" && r.Snapshot.Kind != "replica" || r.Snapshot.Queue != nil ||
 		len(r.Snapshot.Members) > ident.MaxMembers {
 		return false
 	}

@@ -219,9 +219,7 @@ func (r *Relay) getReader(body io.Reader) *eventReader {
 
 func (r *Relay) putReader(er *eventReader) {
 	er.br.Reset(nil) // drop the body reference
-	if cap(er.block) > maxPooledEventBytes || cap(er.data) > maxPooledEventBytes || cap(er.name) > maxPooledEventBytes {
-		er.block, er.data, er.name = nil, nil, nil
-	}
+	er.sr.Trim(maxPooledEventBytes)
 	r.readers.Put(er)
 }
 

@@ -5,7 +5,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
+
+	"github.com/anvil-llm/anvil/internal/sse"
 )
 
 // errPartialEvent reports that the stream ended in the middle of an event (no blank-line terminator).
@@ -20,110 +21,39 @@ type event struct {
 	dataLines int
 }
 
-// eventReader splits an SSE byte stream into events, enforcing the framing rules in the package doc.
-// It holds at most max bytes of one event at a time.
+// eventReader is the relay's face of the shared SSE reader (internal/sse, whose doc states the framing
+// rules of the package doc): it keeps the bufio.Reader the relay also reads ordinary bodies through, and
+// answers with the relay's own error values. It holds at most max bytes of one event at a time.
 type eventReader struct {
-	br        *bufio.Reader
-	max       int
-	block     []byte
-	data      []byte
-	name      []byte
-	dataLines int
+	br *bufio.Reader
+	sr *sse.Reader
 }
 
 func newEventReader(br *bufio.Reader, max int) *eventReader {
-	return &eventReader{br: br, max: max}
+	return &eventReader{br: br, sr: sse.NewReader(br, max)}
 }
 
 // next returns the next event. At a clean end of stream between events it returns io.EOF; when the stream
 // ends inside an event it returns errPartialEvent; framing problems are ErrMalformedEvent or
 // ErrEventTooLarge; read errors from the underlying reader are returned as they are.
 func (er *eventReader) next() (event, error) {
-	er.block, er.data, er.name, er.dataLines = er.block[:0], er.data[:0], er.name[:0], 0
-	for {
-		start := len(er.block)
-		if err := er.readLine(); err != nil {
-			if errors.Is(err, io.EOF) {
-				if len(er.block) == 0 {
-					return event{}, io.EOF
-				}
-				return event{}, errPartialEvent
-			}
-			return event{}, err
-		}
-		end := len(er.block) - 1 // index of the '\n'
-		if end > start && er.block[end-1] == '\r' {
-			er.block[end-1] = '\n'
-			er.block = er.block[:end]
-			end--
-		}
-		line := er.block[start:end]
-		if len(line) == 0 {
-			if start == 0 { // blank line with no event before it: dispatches nothing, forwards nothing
-				er.block = er.block[:0]
-				continue
-			}
-			return event{raw: er.block, data: er.data, name: er.name, dataLines: er.dataLines}, nil
-		}
-		if err := er.field(line); err != nil {
-			return event{}, err
-		}
+	ev, err := er.sr.Next()
+	switch {
+	case err == nil:
+		return event{raw: ev.Raw, data: ev.Data, name: ev.Name, dataLines: ev.DataLines}, nil
+	case errors.Is(err, sse.ErrPartial):
+		return event{}, errPartialEvent
+	case errors.Is(err, sse.ErrMalformed):
+		return event{}, ErrMalformedEvent
+	case errors.Is(err, sse.ErrTooLarge):
+		return event{}, ErrEventTooLarge
 	}
+	return event{}, err
 }
 
 // eventBuffered reports whether the read buffer already holds the whole of the next event, so that
-// next will return it (or a framing error) without reading from the upstream: past any leading line
-// endings, a line end followed by a blank line.
-func (er *eventReader) eventBuffered() bool {
-	buf, _ := er.br.Peek(er.br.Buffered())
-	buf = bytes.TrimLeft(buf, "\r\n")
-	return bytes.Contains(buf, []byte("\n\n")) || bytes.Contains(buf, []byte("\n\r\n"))
-}
-
-// readLine appends one line, including its '\n', to er.block. At end of stream a final fragment without
-// '\n' is appended and the read error returned.
-func (er *eventReader) readLine() error {
-	for {
-		frag, err := er.br.ReadSlice('\n')
-		if len(er.block)+len(frag) > er.max {
-			return ErrEventTooLarge
-		}
-		er.block = append(er.block, frag...)
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return err
-		}
-	}
-}
-
-// field applies one non-blank line (without its line ending) to the current event.
-func (er *eventReader) field(line []byte) error {
-	// A bare CR would be a line break in SSE, comments included: refuse, don't guess (a comment
-	// forwarded with one would reach the caller as two lines).
-	if bytes.IndexByte(line, '\r') >= 0 {
-		return ErrMalformedEvent
-	}
-	if line[0] == ':' { // comment
-		return nil
-	}
-	name, value, found := bytes.Cut(line, []byte{':'})
-	if found && len(value) > 0 && value[0] == ' ' {
-		value = value[1:]
-	}
-	switch string(name) {
-	case "data":
-		if er.dataLines > 0 {
-			er.data = append(er.data, '\n')
-		}
-		er.data = append(er.data, value...)
-		er.dataLines++
-	case "event":
-		er.name = append(er.name[:0], value...)
-	case "id", "retry":
-	default:
-		return ErrMalformedEvent
-	}
-	return nil
-}
+// next will return it (or a framing error) without reading from the upstream.
+func (er *eventReader) eventBuffered() bool { return er.sr.Buffered() }
 
 // eventInfo is what the relay needs to know about a well-formed event.
 type eventInfo struct {

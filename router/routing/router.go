@@ -10,6 +10,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/health"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -130,17 +131,14 @@ func aliases(cfg config.Config) map[string]config.Tier {
 // Resolve maps the request's alias to its tier and applies every request-wide gate. It reserves nothing.
 // A gate refusal still returns the resolved tier, so the refusal can be recorded against it; only an
 // unknown alias returns the zero tier. The returned tier is shared: callers must not modify it.
-func (r *Router) Resolve(req Request) (config.Tier, error) {
+func (r *Router) Resolve(req request.Request) (config.Tier, error) {
 	tier, ok := r.aliases[req.Model]
 	if !ok {
 		return config.Tier{}, ErrUnknownAlias
 	}
-	if tier.Kind == config.KindReplica && !req.Endpoint.ReplicaEligible() {
-		return tier, ErrEndpointRefused
-	}
 	g := tier.Gates
-	limits := Limits{MaxContextTokens: g.MaxContextTokens, MaxOutputTokens: g.MaxOutputTokens,
-		ToolsAllowed: g.ToolsAllowed, MediaAllowed: g.MediaAllowed}
+	limits := request.Limits{Replica: tier.Kind == config.KindReplica, MaxContextTokens: g.MaxContextTokens,
+		MaxOutputTokens: g.MaxOutputTokens, ToolsAllowed: g.ToolsAllowed, MediaAllowed: g.MediaAllowed}
 	return tier, limits.Check(req)
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -58,7 +59,7 @@ func (r *Router) Begin(requestID string, start time.Time) Attempt {
 
 // Resolve resolves the request's alias and applies the gates (see Router.Resolve). Once the alias
 // names a tier, the record carries the alias, the tier and its route, whether the gates pass or not.
-func (a *Attempt) Resolve(req Request) (config.Tier, error) {
+func (a *Attempt) Resolve(req request.Request) (config.Tier, error) {
 	tier, err := a.r.Resolve(req)
 	if tier.ID != "" {
 		a.rec.Alias, a.rec.Tier = req.Model, tier.ID

@@ -11,6 +11,7 @@ import (
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/request"
 )
 
 func ptr[T any](v T) *T { return &v }
@@ -60,8 +61,8 @@ func newWalk(t *testing.T) (*Router, *bytes.Buffer) {
 	return r, &sink
 }
 
-func chat(model string, maxTokens int64) Request {
-	return Request{Endpoint: ChatCompletions, Model: model, PromptTokens: 10, MaxOutput: maxTokens}
+func chat(model string, maxTokens int64) request.Request {
+	return request.Request{Endpoint: request.ChatCompletions, Model: model, PromptTokens: 10, MaxOutput: maxTokens}
 }
 
 // TestAudioResolvesOnlyToDirectTiers: an audio request naming a replica tier's alias is refused by
@@ -70,11 +71,11 @@ func chat(model string, maxTokens int64) Request {
 func TestAudioResolvesOnlyToDirectTiers(t *testing.T) {
 	r, _ := newWalk(t)
 	pool, _ := r.Admission().Tier("pool")
-	for _, ep := range []Endpoint{AudioTranscriptions, AudioTranslations, AudioSpeech, Embeddings} {
+	for _, ep := range []request.Endpoint{request.AudioTranscriptions, request.AudioTranslations, request.AudioSpeech, request.Embeddings} {
 		t.Run(ep.Path(), func(t *testing.T) {
 			at := r.Begin("req-a", t0)
-			_, err := at.Resolve(Request{Endpoint: ep, Model: "chat", Media: ep.Audio()})
-			require.ErrorIs(t, err, ErrEndpointRefused)
+			_, err := at.Resolve(request.Request{Endpoint: ep, Model: "chat", Media: ep.Audio()})
+			require.ErrorIs(t, err, request.ErrEndpointRefused)
 			rec, err := at.Finish(t0, 400)
 			require.NoError(t, err)
 			assert.Equal(t, "pool", rec.Tier)
@@ -85,8 +86,8 @@ func TestAudioResolvesOnlyToDirectTiers(t *testing.T) {
 	}
 	// The direct tier "hosted" does not allow media: audio is refused by the media gate.
 	at := r.Begin("req-b", t0)
-	_, err := at.Resolve(Request{Endpoint: AudioSpeech, Model: "big", Media: true})
-	require.ErrorIs(t, err, ErrMediaRefused)
+	_, err := at.Resolve(request.Request{Endpoint: request.AudioSpeech, Model: "big", Media: true})
+	require.ErrorIs(t, err, request.ErrMediaRefused)
 	_, err = at.Finish(t0, 400)
 	require.NoError(t, err)
 }
@@ -106,7 +107,7 @@ func TestWalkRecordsEveryEnding(t *testing.T) {
 	// A gate refusal is recorded against the resolved tier.
 	at = r.Begin("req-2", t0)
 	_, err = at.Resolve(chat("chat", 101))
-	require.ErrorIs(t, err, ErrOutputExceeded)
+	require.ErrorIs(t, err, request.ErrOutputExceeded)
 	rec, err = at.Finish(t0, 400)
 	require.NoError(t, err)
 	assert.Equal(t, "pool", rec.Tier)

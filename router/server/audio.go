@@ -13,6 +13,7 @@ import (
 	"github.com/anvil-llm/anvil/router/audioform"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
@@ -26,7 +27,7 @@ var errAudioTooLarge = apiError{http.StatusRequestEntityTooLarge, "audio upload 
 
 // audioForm returns the handler of a multipart audio route. Like proxy, the walk is routing's
 // Attempt and Finish runs in the one defer.
-func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
+func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		at := s.router.Begin(requestID(c), s.now())
 		defer s.finish(c, &at)
@@ -35,7 +36,7 @@ func (s *Server) audioForm(ep routing.Endpoint) gin.HandlerFunc {
 		if !ok {
 			return
 		}
-		req, err := routing.FormRequest(ep, form.Model(), form.Stream())
+		req, err := request.FormRequest(ep, form.Model(), form.Stream())
 		if err != nil {
 			abort(c, requestError(err))
 			return
@@ -72,7 +73,7 @@ func (s *Server) openForm(c *gin.Context) (*audioform.Form, bool) {
 
 // resolveAdmit resolves the request and takes a lease, answering every refusal itself; false means
 // the handler is done.
-func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req routing.Request) (config.Tier, routing.Target, bool) {
+func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req request.Request) (config.Tier, routing.Target, bool) {
 	tier, err := at.Resolve(req)
 	if err != nil {
 		abort(c, requestError(err))
@@ -105,7 +106,7 @@ func (s *Server) resolveAdmit(c *gin.Context, at *routing.Attempt, req routing.R
 // more; and a read cut by joinEncoder may be the one that reached the body's end, which starts
 // net/http's background read for the next request, which then fails on the expired deadline and
 // cancels the connection's context, so every later request on it would begin already canceled.
-func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep routing.Endpoint, form *audioform.Form,
+func (s *Server) relayForm(c *gin.Context, at *routing.Attempt, ep request.Endpoint, form *audioform.Form,
 	tier config.Tier, target routing.Target) {
 	pr, pw := io.Pipe()
 	enc := &encoder{done: make(chan error, 1)}
@@ -189,25 +190,14 @@ func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // form rule is its fixed 400.
 func formError(err error) apiError {
 	var tooLarge *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooLarge):
+	if errors.As(err, &tooLarge) {
 		return errAudioTooLarge
-	case isFormRefusal(err):
-		return apiError{http.StatusBadRequest, err.Error(), "invalid_request_error", "invalid_multipart"}
-	case err == nil:
+	}
+	if r, ok := refusalOf(stageForm, err); ok {
+		return r.answer
+	}
+	if err == nil {
 		return errInternal // the relay reported a refused body the encoder did not refuse: a bug
 	}
 	return errUnreadable
-}
-
-// isFormRefusal reports whether err is one of audioform's fixed refusals, whose text is safe to show.
-func isFormRefusal(err error) bool {
-	for _, known := range []error{audioform.ErrNotMultipart, audioform.ErrMalformed, audioform.ErrMissingModel,
-		audioform.ErrBadModel, audioform.ErrDuplicateModel, audioform.ErrModelAfterFile, audioform.ErrDuplicateFile,
-		audioform.ErrFieldTooLarge, audioform.ErrTooManyParts, audioform.ErrBadPartName} {
-		if errors.Is(err, known) {
-			return true
-		}
-	}
-	return false
 }

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"errors"
 	"net/http"
 	"strconv"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
-	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
@@ -35,57 +33,6 @@ var (
 	errNotFound        = apiError{http.StatusNotFound, "no such route", "invalid_request_error", "not_found"}
 	errMethod          = apiError{http.StatusMethodNotAllowed, "method not allowed", "invalid_request_error", "method_not_allowed"}
 )
-
-// requestError maps a parse or gate refusal to its fixed 400 response. The routing package's sentinel
-// texts are the fixed messages.
-func requestError(err error) apiError {
-	code := "invalid_request"
-	switch {
-	case errors.Is(err, routing.ErrContextExceeded):
-		code = "context_length_exceeded"
-	case errors.Is(err, routing.ErrOutputExceeded):
-		code = "max_tokens_exceeded"
-	case errors.Is(err, routing.ErrToolsRefused):
-		code = "tools_not_allowed"
-	case errors.Is(err, routing.ErrMediaRefused):
-		code = "media_not_allowed"
-	case errors.Is(err, routing.ErrEndpointRefused):
-		code = "endpoint_not_supported"
-	case errors.Is(err, routing.ErrUnknownAlias):
-		return errUnknownAlias
-	}
-	if !isRequestError(err) {
-		return apiError{http.StatusBadRequest, "invalid request", "invalid_request_error", code}
-	}
-	return apiError{http.StatusBadRequest, err.Error(), "invalid_request_error", code}
-}
-
-// isRequestError reports whether err is one of routing's fixed refusals, whose text is safe to show.
-func isRequestError(err error) bool {
-	for _, known := range []error{routing.ErrBadJSON, routing.ErrMissingModel, routing.ErrBadField,
-		routing.ErrMissingInput, routing.ErrBadMaxTokens, routing.ErrContextExceeded, routing.ErrOutputExceeded,
-		routing.ErrToolsRefused, routing.ErrMediaRefused, routing.ErrEndpointRefused,
-		routing.ErrDuplicateField, routing.ErrFoldedKey} {
-		if errors.Is(err, known) {
-			return true
-		}
-	}
-	return false
-}
-
-// admissionError maps an admission refusal. Quiesced and exhausted are 503 with Retry-After: nothing
-// was reserved and the caller may come back.
-func admissionError(err error) apiError {
-	switch {
-	case errors.Is(err, admission.ErrQuiesced):
-		return errQuiesced
-	case errors.Is(err, admission.ErrExhausted):
-		return errExhausted
-	case errors.Is(err, routing.ErrShuttingDown):
-		return errShuttingDown
-	}
-	return errInternal
-}
 
 type errorBody struct {
 	Error errorDetail `json:"error"`

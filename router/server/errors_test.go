@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/router/request"
 )
 
 type openAIError struct {
@@ -47,12 +47,12 @@ func TestRefusalsReserveNothing(t *testing.T) {
 		{"not json", "/v1/chat/completions", "", `{"model":`, 400, "request body must be a JSON object", "invalid_request"},
 		{"missing model", "/v1/chat/completions", "", `{"messages":[{"content":"a"}]}`, 400, "'model' is required and must be a non-empty string", "invalid_request"},
 		{"missing messages", "/v1/chat/completions", "", `{"model":"chat"}`, 400, "request has no prompt: 'messages', 'prompt' or 'input' is required", "invalid_request"},
-		{"bad max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":-3,"messages":[{"content":"a"}]}`, 400, routing.ErrBadMaxTokens.Error(), "invalid_request"},
+		{"bad max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":-3,"messages":[{"content":"a"}]}`, 400, request.ErrBadMaxTokens.Error(), "invalid_request"},
 		{"MAX_TOKENS past the output gate", "/v1/chat/completions", "", `{"model":"chat","MAX_TOKENS":400,"max_tokens":4,"messages":[{"content":"a"}]}`, 400, "a key differs from the field 'max_tokens' only by letter case; use the exact name", "invalid_request"},
 		{"Kelvin-sign max_tokens", "/v1/chat/completions", "", "{\"model\":\"chat\",\"max_to\u212aens\":400,\"messages\":[{\"content\":\"a\"}]}", 400, "a key differs from the field 'max_tokens' only by letter case; use the exact name", "invalid_request"},
 		{"long-s messages past the context gate", "/v1/chat/completions", "", "{\"model\":\"chat\",\"messages\":[{\"content\":\"a\"}],\"me\u017f\u017fages\":[{\"content\":\"" + strings.Repeat("z", 15000) + "\"}]}", 400, "a key differs from the field 'messages' only by letter case; use the exact name", "invalid_request"},
 		{"duplicate max_tokens", "/v1/chat/completions", "", `{"model":"chat","max_tokens":4,"max_tokens":400,"messages":[{"content":"a"}]}`, 400, "field 'max_tokens' appears more than once", "invalid_request"},
-		{"max_tokens 2.0", "/v1/chat/completions", "", `{"model":"chat","max_tokens":2.0,"messages":[{"content":"a"}]}`, 400, routing.ErrBadMaxTokens.Error(), "invalid_request"},
+		{"max_tokens 2.0", "/v1/chat/completions", "", `{"model":"chat","max_tokens":2.0,"messages":[{"content":"a"}]}`, 400, request.ErrBadMaxTokens.Error(), "invalid_request"},
 		{"wrong field type", "/v1/chat/completions", "", `{"model":"chat","stream":"yes","messages":[{"content":"a"}]}`, 400, "field 'stream' has the wrong type", "invalid_request"},
 		{"unknown alias", "/v1/chat/completions", "", `{"model":"nope","messages":[{"content":"a"}]}`, 404, "the requested model does not exist", "model_not_found"},
 		{"output gate", "/v1/chat/completions", "", `{"model":"chat","max_tokens":513,"messages":[{"content":"a"}]}`, 400, "requested output tokens exceed the model's maximum output", "max_tokens_exceeded"},

@@ -15,13 +15,14 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 )
 
 // proxy returns the handler of one OpenAI endpoint. The walk itself is routing's Attempt; the handler
 // adds HTTP: the body, the error answers and the one relay attempt. Finish runs in the one defer, so
 // the lease is released and the request recorded on every path, panics included.
-func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
+func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		at := s.router.Begin(requestID(c), s.now())
 		defer s.finish(c, &at)
@@ -48,7 +49,7 @@ func (s *Server) proxy(ep routing.Endpoint) gin.HandlerFunc {
 		at.Dispatched()
 		res := s.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: body, Stream: req.Stream,
-			PassThrough: ep == routing.AudioSpeech, // audio bytes, relayed as they come
+			PassThrough: ep == request.AudioSpeech, // audio bytes, relayed as they come
 			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
@@ -125,11 +126,11 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 // does not fit the budget gets 503, without a "100 Continue" (net/http sends it only when the handler
 // first reads) and without a byte of the body in memory. The budget is held for the read and the
 // parse; an admitted request's body then lives as long as its lease, which admission bounds.
-func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bool) {
+func (s *Server) parse(c *gin.Context, ep request.Endpoint) (request.Request, bool) {
 	limit, declared := s.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
 	if declared > limit {
 		abort(c, errTooLarge)
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
 	reserve := limit // an unknown length may use the whole limit
 	if declared >= 0 {
@@ -137,22 +138,22 @@ func (s *Server) parse(c *gin.Context, ep routing.Endpoint) (routing.Request, bo
 	}
 	if !s.bodies.take(reserve) {
 		abort(c, errBusy)
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
 	defer s.bodies.give(reserve)
 	body, err := readBody(c.Request.Body, declared, limit)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		abort(c, errTooLarge)
-		return routing.Request{}, false
+		return request.Request{}, false
 	case err != nil:
 		abort(c, errUnreadable)
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
-	req, err := routing.ParseRequest(ep, body)
+	req, err := request.Parse(ep, body)
 	if err != nil {
 		abort(c, requestError(err))
-		return routing.Request{}, false
+		return request.Request{}, false
 	}
 	return req, true
 }

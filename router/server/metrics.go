@@ -1,7 +1,6 @@
 package server
 
 import (
-	"errors"
 	"log/slog"
 	"net/http"
 
@@ -9,13 +8,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
-	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/capacity"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
-	"github.com/anvil-llm/anvil/router/routing"
 )
 
 // metrics is the router's own Prometheus registry (never the global one) and the instruments the
@@ -115,20 +112,7 @@ func (m *metrics) finished(r decisionlog.Record) {
 
 // refused counts an admission refusal of a configured tier.
 func (m *metrics) refused(tier string, err error) {
-	reason := "other"
-	switch {
-	case errors.Is(err, admission.ErrQuiesced):
-		reason = "quiesced"
-	case errors.Is(err, admission.ErrQueueFull):
-		reason = "queue_full"
-	case errors.Is(err, routing.ErrQueueTimeout):
-		reason = "queue_timeout"
-	case errors.Is(err, admission.ErrExhausted):
-		reason = "exhausted"
-	case errors.Is(err, routing.ErrShuttingDown):
-		reason = "shutdown"
-	}
-	m.refusals.WithLabelValues(idLabel(tier), reason).Inc()
+	m.refusals.WithLabelValues(idLabel(tier), refusalLabel(err)).Inc()
 }
 
 // scraped is the pressure cache's observer.

@@ -28,6 +28,7 @@ import (
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
 	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/router/statuspage"
@@ -64,8 +65,9 @@ type Options struct {
 	// Dial opens the connections to upstreams (the relay, readiness probes and pressure scrapes);
 	// nil is a net.Dialer with the configured connect timeout. Tests pass an in-memory network.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
-	// Now is the clock of request timings, decision records and the decision sink's health; nil =
-	// time.Now. Tests give a manual clock.
+	// Now is the server's one clock: request timings, decision records (the relay's first-byte time
+	// included), pressure samples and their ages, passive health and the decision sink's health; nil
+	// = time.Now. I/O timers stay real (docs/ARCHITECTURE.md, "One clock"). Tests give a manual clock.
 	Now func() time.Time
 	// MetricsListener, when set, is where Serve serves /metrics alone, without a token, instead of
 	// binding the config's metrics.listen; Serve closes it. For tests and embedders that bind their
@@ -104,7 +106,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	var err error
 	var source routing.PressureSource // stays a nil interface without capacity tiers
 	if specs := routing.PressureSpecs(cfg); len(specs) > 0 {
-		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{Observe: s.metrics.scraped}); err != nil {
+		if s.pressure, err = scrape.NewCache(specs, client, scrape.Options{Now: s.clock, Observe: s.metrics.scraped}); err != nil {
 			return nil, fmt.Errorf("server: pressure cache: %w", err)
 		}
 		source = s.pressure
@@ -123,7 +125,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		return nil, err
 	}
 	s.relay = relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
-		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout})
+		FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout, Now: s.clock})
 	s.sources = capacity.Sources{Admission: s.router.Admission(), Health: healthNow{s.router, s.now},
 		Readiness: s.prober.State(), Decisions: s.decisions}
 	if s.pressure != nil { // a nil *Cache in the interface would not read as "no cache"
@@ -288,13 +290,13 @@ func (s *Server) routes() *gin.Engine {
 	e.HEAD("/readyz", s.readyz)
 
 	v1 := e.Group("/v1")
-	v1.POST("/chat/completions", s.proxy(routing.ChatCompletions))
-	v1.POST("/completions", s.proxy(routing.Completions))
-	v1.POST("/responses", s.proxy(routing.Responses))
-	v1.POST("/embeddings", s.proxy(routing.Embeddings))
-	v1.POST("/audio/transcriptions", s.audioForm(routing.AudioTranscriptions))
-	v1.POST("/audio/translations", s.audioForm(routing.AudioTranslations))
-	v1.POST("/audio/speech", s.proxy(routing.AudioSpeech))
+	v1.POST("/chat/completions", s.proxy(request.ChatCompletions))
+	v1.POST("/completions", s.proxy(request.Completions))
+	v1.POST("/responses", s.proxy(request.Responses))
+	v1.POST("/embeddings", s.proxy(request.Embeddings))
+	v1.POST("/audio/transcriptions", s.audioForm(request.AudioTranscriptions))
+	v1.POST("/audio/translations", s.audioForm(request.AudioTranslations))
+	v1.POST("/audio/speech", s.proxy(request.AudioSpeech))
 	v1.GET("/models", s.models)
 
 	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);

@@ -1,7 +1,7 @@
 // Package fidelity checks the simulator against real time: a simulated run of a scenario beside
 // anvil-bench's result of the same scenario, seed and arrival window sent to a real router in front
 // of real fake-vLLM members (bench/sim-vs-real.sh runs both). The simulator and the fake vLLM share
-// the engine model (fakevllm/engine), and the simulator drives the router's own walk, so what the
+// the engine model (package engine), and the simulator drives the router's own walk, so what the
 // comparison measures is what real time adds: HTTP, goroutine scheduling and timers, and the
 // decisions that follow from them (which member a request went to, when a scrape landed).
 //

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/anvil-llm/anvil/bench"
-	"github.com/anvil-llm/anvil/fakevllm/engine"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/engine/profile"
 )
 
 // ReplayFormat names the replay's JSON.

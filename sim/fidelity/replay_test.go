@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/bench"
-	"github.com/anvil-llm/anvil/fakevllm/profile"
+	"github.com/anvil-llm/anvil/engine/profile"
 )
 
 // On the tiny profile (step 1 ms + 2 µs per prefill token + 20 µs per decode + 10 ns per context

@@ -3,7 +3,7 @@ package report
 import (
 	"time"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/scheduler"

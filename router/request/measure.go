@@ -1,11 +1,15 @@
-package routing
+package request
 
-import "errors"
+import (
+	"errors"
+
+	"github.com/anvil-llm/anvil/internal/jsonscan"
+)
 
 // measure accumulates prompt text size, message count and media presence while walking the prompt
 // fields of a body that scan has validated. The walkers step into messages, content parts and
 // Responses items and skip everything else in place; depth arguments count the arrays and objects
-// around a value, as skipValue's do.
+// around a value, as jsonscan.Skip's do.
 type measure struct {
 	b               []byte
 	bytes, messages int64
@@ -40,7 +44,7 @@ func (m *measure) prompt(ep Endpoint, p *parser) error {
 		})
 	}
 	switch {
-	case errors.Is(err, errSyntax): // unreachable after scan; never let it pass as a field error
+	case errors.Is(err, jsonscan.ErrSyntax): // unreachable after scan; never let it pass as a field error
 		return ErrBadJSON
 	case err != nil:
 		return err
@@ -65,11 +69,11 @@ func (m *measure) text(i int, name string) (int, error) {
 	if m.b[i] != '"' {
 		return i, &FieldError{name}
 	}
-	end, flags, err := scanString(m.b, i)
+	end, flags, err := jsonscan.String(m.b, i)
 	if err != nil {
 		return end, err
 	}
-	m.bytes += decodedLen(m.b[i+1:end-1], flags)
+	m.bytes += jsonscan.DecodedLen(m.b[i+1:end-1], flags)
 	return end, nil
 }
 
@@ -87,13 +91,13 @@ func (m *measure) textOrList(i int, name string) error {
 		return &FieldError{name}
 	}
 	items := 0
-	_, err := eachElement(b, i, 1, func(j int) (int, error) {
+	_, err := jsonscan.EachElement(b, i, 1, func(j int) (int, error) {
 		items++
 		switch b[j] {
 		case '"':
 			return m.text(j, name)
 		case '[':
-			return eachElement(b, j, 2, func(k int) (int, error) {
+			return jsonscan.EachElement(b, j, 2, func(k int) (int, error) {
 				m.bytes += 3
 				return tokenID(b, k, name)
 			})
@@ -111,9 +115,9 @@ func (m *measure) textOrList(i int, name string) error {
 // int64 as "no change", and which the parser has always counted).
 func tokenID(b []byte, i int, name string) (int, error) {
 	if b[i] == 'n' {
-		return scanLiteral(b, i, "null")
+		return jsonscan.Literal(b, i, "null")
 	}
-	end, integer, err := scanNumber(b, i)
+	end, integer, err := jsonscan.Number(b, i)
 	if err != nil || !integer || !fitsInt64(b[i:end]) {
 		return end, &FieldError{name}
 	}
@@ -141,17 +145,17 @@ func (m *measure) messageList(i int, name string) error {
 		return &FieldError{name}
 	}
 	count := 0
-	_, err := eachElement(b, i, 1, func(j int) (int, error) {
+	_, err := jsonscan.EachElement(b, i, 1, func(j int) (int, error) {
 		count++
 		if b[j] != '{' {
 			return j, &FieldError{name}
 		}
 		m.messages++
-		return eachMember(b, j, 2, func(k member) (int, error) {
+		return jsonscan.EachMember(b, j, 2, func(k jsonscan.Member) (int, error) {
 			if keyFolds(k, "content") {
-				return m.content(k.value, 3, name)
+				return m.content(k.Value, 3, name)
 			}
-			return skipValue(b, k.value, 3)
+			return jsonscan.Skip(b, k.Value, 3)
 		})
 	})
 	if err == nil && count == 0 {
@@ -166,11 +170,11 @@ func (m *measure) content(i, depth int, name string) (int, error) {
 	b := m.b
 	switch b[i] {
 	case 'n':
-		return scanLiteral(b, i, "null") // assistant tool-call messages may carry no content
+		return jsonscan.Literal(b, i, "null") // assistant tool-call messages may carry no content
 	case '"':
 		return m.text(i, name)
 	case '[':
-		return eachElement(b, i, depth, func(j int) (int, error) {
+		return jsonscan.EachElement(b, i, depth, func(j int) (int, error) {
 			if b[j] != '{' {
 				return j, &FieldError{name}
 			}
@@ -211,24 +215,24 @@ func isMediaKey(key []byte) bool {
 // (and to "content", for Responses items) is measured; a key folding to a media name marks media.
 func (m *measure) part(j, depth int, name string, item bool) (int, error) {
 	b := m.b
-	return eachMember(b, j, depth, func(k member) (int, error) {
+	return jsonscan.EachMember(b, j, depth, func(k jsonscan.Member) (int, error) {
 		var buf [maxKeyBytes]byte
-		key, ok := decodeSmall(k.key, k.flags, buf[:])
+		key, ok := jsonscan.DecodeSmall(k.Key, k.Flags, buf[:])
 		switch {
 		case !ok:
 		case equalFold(key, "type"):
-			return m.partType(k.value, name)
+			return m.partType(k.Value, name)
 		case equalFold(key, "text"):
-			if b[k.value] == 'n' {
-				return scanLiteral(b, k.value, "null")
+			if b[k.Value] == 'n' {
+				return jsonscan.Literal(b, k.Value, "null")
 			}
-			return m.text(k.value, name)
+			return m.text(k.Value, name)
 		case item && equalFold(key, "content"):
-			return m.content(k.value, depth+1, name)
+			return m.content(k.Value, depth+1, name)
 		case isMediaKey(key):
 			m.media = true
 		}
-		return skipValue(b, k.value, depth+1)
+		return jsonscan.Skip(b, k.Value, depth+1)
 	})
 }
 
@@ -237,14 +241,14 @@ func (m *measure) partType(i int, name string) (int, error) {
 	b := m.b
 	switch b[i] {
 	case 'n':
-		return scanLiteral(b, i, "null")
+		return jsonscan.Literal(b, i, "null")
 	case '"':
-		end, flags, err := scanString(b, i)
+		end, flags, err := jsonscan.String(b, i)
 		if err != nil {
 			return end, err
 		}
 		var buf [maxKeyBytes]byte
-		if typ, ok := decodeSmall(b[i+1:end-1], flags, buf[:]); ok && isMediaType(typ) {
+		if typ, ok := jsonscan.DecodeSmall(b[i+1:end-1], flags, buf[:]); ok && isMediaType(typ) {
 			m.media = true
 		}
 		return end, nil
@@ -253,9 +257,9 @@ func (m *measure) partType(i int, name string) (int, error) {
 }
 
 // keyFolds reports whether a member's key equals name exactly or under case folding.
-func keyFolds(k member, name string) bool {
+func keyFolds(k jsonscan.Member, name string) bool {
 	var buf [maxKeyBytes]byte
-	key, ok := decodeSmall(k.key, k.flags, buf[:])
+	key, ok := jsonscan.DecodeSmall(k.Key, k.Flags, buf[:])
 	return ok && equalFold(key, name)
 }
 
@@ -275,7 +279,7 @@ func (m *measure) responsesInput(i int, name string) error {
 		return &FieldError{name}
 	}
 	count := 0
-	_, err := eachElement(b, i, 1, func(j int) (int, error) {
+	_, err := jsonscan.EachElement(b, i, 1, func(j int) (int, error) {
 		count++
 		if b[j] != '{' {
 			return j, &FieldError{name}

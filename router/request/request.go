@@ -1,47 +1,13 @@
-package routing
+package request
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/anvil-llm/anvil/internal/jsonscan"
 )
-
-// Endpoint names the OpenAI surface a request arrived on; it decides which body fields carry the prompt
-// and the requested output, and whether replica tiers may serve it at all.
-type Endpoint uint8
-
-const (
-	ChatCompletions Endpoint = iota
-	Completions
-	Responses
-	Embeddings
-	AudioTranscriptions // multipart/form-data in, text (JSON or SSE) out
-	AudioTranslations   // multipart/form-data in, text (JSON or SSE) out
-	AudioSpeech         // JSON in, audio bytes out
-)
-
-var endpointPaths = [...]string{"/v1/chat/completions", "/v1/completions", "/v1/responses", "/v1/embeddings",
-	"/v1/audio/transcriptions", "/v1/audio/translations", "/v1/audio/speech"}
-
-// Path is the upstream path of the endpoint.
-func (e Endpoint) Path() string { return endpointPaths[e] }
-
-// ReplicaEligible reports whether replica tiers may serve the endpoint. Embeddings and the audio routes
-// (purpose routes) resolve only to direct tiers; replica scheduling never applies to them.
-func (e Endpoint) ReplicaEligible() bool {
-	return e == ChatCompletions || e == Completions || e == Responses
-}
-
-// Audio reports whether the endpoint is one of the audio routes. Audio is media: a tier serves them
-// only when its media gate allows media.
-func (e Endpoint) Audio() bool {
-	return e == AudioTranscriptions || e == AudioTranslations || e == AudioSpeech
-}
-
-// Multipart reports whether the endpoint's body is a multipart/form-data form (FormRequest) instead of
-// a JSON object (ParseRequest).
-func (e Endpoint) Multipart() bool { return e == AudioTranscriptions || e == AudioTranslations }
 
 // Request is what the gates need from a parsed body: never the prompt itself.
 type Request struct {
@@ -160,7 +126,7 @@ const maxTokensLimit = 1 << 40
 // name is 21 ASCII letters; a folded letter takes at most 3 bytes).
 const maxKeyBytes = 64
 
-// ParseRequest reads a request body once, in place. It refuses anything that is not one JSON object
+// Parse reads a request body once, in place. It refuses anything that is not one JSON object
 // (as encoding/json would refuse it), with the model string and the endpoint's prompt field, and
 // measures the prompt conservatively. It materializes nothing it does not read: unknown fields are
 // validated and skipped, and only the model name is copied.
@@ -171,7 +137,7 @@ const maxKeyBytes = 64
 // items, every key that folds to "content", "text" or "type", and every copy of one, is measured, and
 // a key folding to a media key marks media: the estimate holds whichever copy an upstream reads.
 // The bodies of multipart endpoints are forms, never JSON: FormRequest describes them.
-func ParseRequest(ep Endpoint, body []byte) (Request, error) {
+func Parse(ep Endpoint, body []byte) (Request, error) {
 	if ep.Multipart() || int(ep) >= len(endpointPaths) {
 		return Request{}, ErrBadJSON
 	}
@@ -237,15 +203,15 @@ type parser struct {
 // starts. Key errors are kept for after validation: broken JSON is ErrBadJSON whatever its keys.
 func (p *parser) scan() error {
 	b := p.b
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return ErrBadJSON
 	}
-	end, err := eachMember(b, i, 0, func(m member) (int, error) {
+	end, err := jsonscan.EachMember(b, i, 0, func(m jsonscan.Member) (int, error) {
 		p.note(m)
-		return skipValue(b, m.value, 1)
+		return jsonscan.Skip(b, m.Value, 1)
 	})
-	if err != nil || skipSpace(b, end) != len(b) {
+	if err != nil || jsonscan.SkipSpace(b, end) != len(b) {
 		return ErrBadJSON
 	}
 	if p.keyErr != nil {
@@ -255,9 +221,9 @@ func (p *parser) scan() error {
 }
 
 // note classifies one top-level key.
-func (p *parser) note(m member) {
+func (p *parser) note(m jsonscan.Member) {
 	var buf [maxKeyBytes]byte
-	key, ok := decodeSmall(m.key, m.flags, buf[:])
+	key, ok := jsonscan.DecodeSmall(m.Key, m.Flags, buf[:])
 	if !ok {
 		return
 	}
@@ -271,7 +237,7 @@ func (p *parser) note(m member) {
 			if p.at[f] != 0 {
 				p.fail(&KeyError{Field: name, Duplicate: true})
 			}
-			p.at[f] = m.value
+			p.at[f] = m.Value
 			return
 		case equalFold(key, name):
 			p.fail(&KeyError{Field: name})
@@ -301,7 +267,7 @@ func (p *parser) request(ep Endpoint) (Request, error) {
 	if i == 0 || b[i] != '"' {
 		return Request{}, ErrMissingModel
 	}
-	end, flags, _ := scanString(b, i)
+	end, flags, _ := jsonscan.String(b, i)
 	if end-i == 2 {
 		return Request{}, ErrMissingModel
 	}
@@ -352,7 +318,7 @@ func (p *parser) maxOutput(ep Endpoint) (int64, error) {
 // written as 2.0 or 2e0 is refused: the router relays the caller's bytes, and upstreams disagree about
 // such numbers (Pydantic reads 2.0 as 2, Go's encoding/json refuses it for an integer).
 func positiveInteger(b []byte, i int) (int64, error) {
-	end, integer, err := scanNumber(b, i)
+	end, integer, err := jsonscan.Number(b, i)
 	if err != nil || !integer || b[i] == '-' || end-i > 13 { // 2^40 has 13 digits
 		return 0, ErrBadMaxTokens
 	}
@@ -376,7 +342,7 @@ func (p *parser) wantsTools() (bool, error) {
 		if p.b[i] != '[' {
 			return false, &FieldError{fieldNames[f]}
 		}
-		tools = tools || p.b[skipSpace(p.b, i+1)] != ']'
+		tools = tools || p.b[jsonscan.SkipSpace(p.b, i+1)] != ']'
 	}
 	if tools {
 		return true, nil
@@ -393,62 +359,23 @@ func isString(b []byte, i int, s string) bool {
 	if b[i] != '"' {
 		return false
 	}
-	end, flags, _ := scanString(b, i)
+	end, flags, _ := jsonscan.String(b, i)
 	var buf [maxKeyBytes]byte
-	got, ok := decodeSmall(b[i+1:end-1], flags, buf[:])
+	got, ok := jsonscan.DecodeSmall(b[i+1:end-1], flags, buf[:])
 	return ok && string(got) == s
 }
 
 // decodeString returns a validated string literal's decoded contents.
-func decodeString(raw []byte, flags strFlags) string {
-	if flags&strEscaped == 0 && (flags == 0 || utf8.Valid(raw)) {
+func decodeString(raw []byte, flags jsonscan.Flags) string {
+	if flags&jsonscan.Escaped == 0 && (flags == 0 || utf8.Valid(raw)) {
 		return string(raw)
 	}
 	out := make([]byte, 0, len(raw))
-	unescape(raw, func(r rune) bool {
+	jsonscan.Unescape(raw, func(r rune) bool {
 		out = utf8.AppendRune(out, r)
 		return true
 	})
 	return string(out)
-}
-
-// equalFold reports whether key equals an ASCII name under Unicode simple case folding, as
-// strings.EqualFold (and encoding/json's field matching) decide it. Only two non-ASCII runes fold to
-// ASCII letters: the Kelvin sign to k and the long s to s.
-func equalFold(key []byte, name string) bool {
-	if len(key) < len(name) || len(key) > 3*len(name) {
-		return false
-	}
-	i := 0
-	for j := 0; j < len(name); j++ {
-		if i >= len(key) {
-			return false
-		}
-		r, size := rune(key[i]), 1
-		if r >= utf8.RuneSelf {
-			r, size = utf8.DecodeRune(key[i:])
-		}
-		i += size
-		if !foldsTo(r, name[j]) {
-			return false
-		}
-	}
-	return i == len(key)
-}
-
-// foldsTo reports whether rune r folds to the ASCII byte c.
-func foldsTo(r rune, c byte) bool {
-	switch {
-	case r == rune(c):
-		return true
-	case 'a' <= c && c <= 'z' && r == rune(c-'a'+'A'):
-		return true
-	case c == 'k':
-		return r == '\u212a' // KELVIN SIGN
-	case c == 's':
-		return r == '\u017f' // LATIN SMALL LETTER LONG S
-	}
-	return false
 }
 
 // EstimateTokens is the gate's documented, conservative prompt estimate: one token per three bytes of

@@ -1,4 +1,4 @@
-package main
+package demo
 
 import (
 	"bufio"
@@ -16,8 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/anvil-llm/anvil/internal/wav"
 	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/server"
 )
 
 // driveConcurrency is how many demo clients send at once: enough to keep both members busy so the
@@ -46,7 +46,8 @@ var shots = []shot{
 	{"/v1/audio/speech", "demo-whisper", `"input":"Anvils ring when struck.","voice":"alloy"`, false, "", "", true},
 }
 
-type driveReport struct {
+// Report is what a driven demo did: requests sent and answered whole, per route, and each failure.
+type Report struct {
 	sent, ok int
 	byPath   map[string]int // successful requests per route
 	failures map[string]int
@@ -57,16 +58,16 @@ type driveReport struct {
 // loaded machine a first probe can time out, and the next comes a readiness interval later.
 const readyBound = 30 * time.Second
 
-// drive sends n requests through the router over real HTTP and checks every response end to end. It
-// first waits until /readyz reports every replica member ready, so the requests spread over all the
-// members instead of racing the first probe round.
-func drive(ctx context.Context, base, token string, n int) (driveReport, error) {
+// Drive sends n requests through the router at base over real HTTP and checks every response end
+// to end. It first waits until /readyz reports every replica member ready, so the requests spread
+// over all the members instead of racing the first probe round.
+func Drive(ctx context.Context, base, token string, n int) (Report, error) {
 	client := &http.Client{Timeout: time.Minute}
 	if err := awaitReady(ctx, client, base); err != nil {
-		return driveReport{failures: map[string]int{}}, err
+		return Report{failures: map[string]int{}}, err
 	}
 	jobs := make(chan int)
-	rep := driveReport{byPath: map[string]int{}, failures: map[string]int{}}
+	rep := Report{byPath: map[string]int{}, failures: map[string]int{}}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	start := time.Now()
@@ -194,23 +195,13 @@ func checkWAV(resp *http.Response) error {
 // wavSilence is a WAV file of n samples of 16 kHz 16-bit mono silence.
 func wavSilence(n int) []byte {
 	data := 2 * n
-	b := make([]byte, 44+data)
-	copy(b, "RIFF")
-	binary.LittleEndian.PutUint32(b[4:], uint32(36+data))
-	copy(b[8:], "WAVEfmt ")
-	binary.LittleEndian.PutUint32(b[16:], 16)    // fmt chunk size
-	binary.LittleEndian.PutUint16(b[20:], 1)     // PCM
-	binary.LittleEndian.PutUint16(b[22:], 1)     // mono
-	binary.LittleEndian.PutUint32(b[24:], 16000) // sample rate
-	binary.LittleEndian.PutUint32(b[28:], 32000) // byte rate
-	binary.LittleEndian.PutUint16(b[32:], 2)     // block align
-	binary.LittleEndian.PutUint16(b[34:], 16)    // bits per sample
-	copy(b[36:], "data")
-	binary.LittleEndian.PutUint32(b[40:], uint32(data))
-	return b
+	h := wav.Header(wav.Format{SampleRate: 16000, Channels: 1, BitsPerSample: 16}, uint32(data))
+	return append(h[:], make([]byte, data)...)
 }
 
-func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.Server) {
+// Print writes the report, what each member's engine finished and the summary of the router's
+// decision records.
+func (rep Report) Print(out io.Writer, members *Members, decisions []decisionlog.Record) {
 	fmt.Fprintf(out, "drove %d requests (%d ok) in %s with %d concurrent clients\n",
 		rep.sent, rep.ok, rep.elapsed.Round(time.Millisecond), driveConcurrency)
 	paths := make([]string, 0, len(rep.byPath))
@@ -241,7 +232,7 @@ func printReport(out io.Writer, rep driveReport, members *demoEnv, srv *server.S
 	fmt.Fprintf(out, "  demo-audio (direct)    %4d requests, %6d generated tokens (transcript words, audio tokens)\n",
 		met.Success.Total(), met.GenerationTokens)
 	fmt.Fprintln(out, "\ndecision summary:")
-	fmt.Fprint(out, decisionlog.Summarize(srv.Decisions().Recent(1<<30)).Text())
+	fmt.Fprint(out, decisionlog.Summarize(decisions).Text())
 }
 
 // awaitReady polls /readyz until every replica member is ready, for at most readyBound.

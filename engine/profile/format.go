@@ -4,7 +4,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // Format renders p as a profile document that Parse reads back to p. It

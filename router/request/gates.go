@@ -1,9 +1,10 @@
-package routing
+package request
 
 import "errors"
 
 // Limits are a tier's request-wide capability gates.
 type Limits struct {
+	Replica          bool  // a replica tier: only ReplicaEligible endpoints pass (the endpoint gate)
 	MaxContextTokens int64 // 0 = no context gate
 	MaxOutputTokens  int64 // 0 = no output gate
 	ToolsAllowed     bool
@@ -19,9 +20,12 @@ var (
 	ErrEndpointRefused = errors.New("this model does not serve this endpoint")
 )
 
-// Check applies every gate to the request; it runs before admission, so a refusal reserves nothing.
+// Check applies every gate to the request, the endpoint gate first; it runs before admission, so a
+// refusal reserves nothing.
 func (l Limits) Check(r Request) error {
 	switch {
+	case l.Replica && !r.Endpoint.ReplicaEligible():
+		return ErrEndpointRefused
 	case l.MaxOutputTokens > 0 && r.MaxOutput > l.MaxOutputTokens:
 		return ErrOutputExceeded
 	case l.MaxContextTokens > 0 && r.PromptTokens+r.MaxOutput > l.MaxContextTokens:

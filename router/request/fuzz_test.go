@@ -1,4 +1,4 @@
-package routing
+package request
 
 import (
 	"bytes"
@@ -23,7 +23,7 @@ func isObject(b []byte) bool {
 // refused, reads the same model, stream and tools, and measures at least as much; a rewritten body
 // differs only in the model literal and parses again to the same measurements.
 func checkAgainstOracle(t *testing.T, e Endpoint, body []byte) {
-	r, err := ParseRequest(e, body)
+	r, err := Parse(e, body)
 	assert.Equal(t, !isObject(body), errors.Is(err, ErrBadJSON), "ErrBadJSON exactly when encoding/json refuses")
 	if err != nil {
 		assert.Zero(t, r)
@@ -45,7 +45,7 @@ func checkAgainstOracle(t *testing.T, e Endpoint, body []byte) {
 		require.Equal(t, string(body[:s]), string(out[:s]), "bytes before the model value")
 		require.Equal(t, string(lit), string(out[s:s+len(lit)]))
 		require.Equal(t, string(body[end:]), string(out[s+len(lit):]), "bytes after the model value")
-		again, err := ParseRequest(e, out)
+		again, err := Parse(e, out)
 		require.NoError(t, err, "a rewritten body must parse again")
 		assert.Equal(t, served, again.Model)
 		again.Model, again.body, again.model = r.Model, r.body, r.model
@@ -148,7 +148,7 @@ func TestOracleAgreesOnOrdinaryBodies(t *testing.T) {
 			fields = append(fields, `"input":`+list)
 		}
 		body := []byte("{" + strings.Join(fields, ",") + "}")
-		r, err := ParseRequest(e, body)
+		r, err := Parse(e, body)
 		old, oldErr := oracleParse(e, body)
 		require.Equal(t, oldErr == nil, err == nil, "%s: new %v, old %v", body, err, oldErr)
 		if err != nil {

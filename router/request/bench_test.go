@@ -1,4 +1,4 @@
-package routing
+package request
 
 import (
 	"fmt"
@@ -56,7 +56,7 @@ func BenchmarkParseRequest(b *testing.B) {
 			b.SetBytes(int64(len(c.body)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = ParseRequest(c.ep, c.body)
+				_, _ = Parse(c.ep, c.body)
 			}
 		})
 	}

@@ -1,25 +1,30 @@
 package bench
 
 import (
-	"encoding/json"
 	"errors"
 	"strings"
+
+	"github.com/anvil-llm/anvil/internal/jsonscan"
 )
 
 // The answer scanner reads the few fields the measurement needs from one JSON document in a
 // single pass, validating the whole document as it goes and allocating nothing on the common path.
 // It decides exactly as encoding/json would decode the document into answerJSON (with the
 // custom types' UnmarshalJSON methods): the same documents are refused, duplicate keys merge the
-// same way, and keys match under case folding. Only a key or a tag string written with escapes
-// takes the slow path through encoding/json. A differential fuzz test holds it to that.
+// same way, and keys match under case folding. A key or a tag string written with escapes
+// goes through the shared decoder's small buffer. The syntax, the nesting bound (jsonscan.MaxDepth,
+// counted across this walk and jsonscan.Skip alike) and the string decoding are internal/jsonscan's;
+// this file holds only the walk into the fields the bench reads. A differential fuzz test holds it
+// to encoding/json.
 //
 // encoding/json's reflection costs several microseconds and allocations per chunk, which at
 // tens of thousands of streams would make the bench the bottleneck it measures.
 
-// maxDepth is encoding/json's nesting limit.
-const maxDepth = 10000
-
 var errScan = errors.New("invalid JSON")
+
+// maxKeyBytes bounds a decoded key that can still equal a field name under case folding (the longest
+// name is 17 ASCII letters; a folded letter takes at most 3 bytes). Longer keys match no field.
+const maxKeyBytes = 64
 
 type jsonScan struct {
 	b     []byte
@@ -275,14 +280,19 @@ func (s *jsonScan) object(field func(key []byte) error) error {
 		if s.peek() != '"' {
 			return errScan
 		}
-		raw, esc, err := s.str()
+		start := s.i
+		end, flags, err := jsonscan.String(s.b, s.i)
 		if err != nil {
-			return err
+			return errScan
 		}
-		key := raw
-		if esc {
-			if key, err = unescape(s.b[s.i-len(raw)-2 : s.i]); err != nil {
-				return errScan
+		s.i = end
+		key := s.b[start+1 : end-1]
+		if flags&jsonscan.Escaped != 0 {
+			// The slow path: the key escapes to the field function, so its buffer is the heap's.
+			// Raw invalid UTF-8 needs no decoding: it folds to no field name, decoded or not.
+			var ok bool
+			if key, ok = jsonscan.DecodeSmall(key, flags, make([]byte, 0, maxKeyBytes)); !ok {
+				key = nil // too long to equal any field name
 			}
 		}
 		s.ws()
@@ -310,18 +320,9 @@ func (s *jsonScan) object(field func(key []byte) error) error {
 	}
 }
 
-// unescape decodes a quoted JSON string with escapes (the rare, slow path).
-func unescape(quoted []byte) ([]byte, error) {
-	var v string
-	if err := json.Unmarshal(quoted, &v); err != nil {
-		return nil, err
-	}
-	return []byte(v), nil
-}
-
 func (s *jsonScan) enter() error {
 	s.depth++
-	if s.depth > maxDepth {
+	if s.depth > jsonscan.MaxDepth {
 		return errScan
 	}
 	return nil
@@ -329,155 +330,26 @@ func (s *jsonScan) enter() error {
 
 func (s *jsonScan) leave() { s.depth-- }
 
-// skip validates and passes one value.
+// skip validates and passes one value, counting the containers this walk has entered.
 func (s *jsonScan) skip() error {
-	switch c := s.peek(); {
-	case c == '{':
-		return s.object(func([]byte) error { return s.skip() })
-	case c == '[':
-		s.i++
-		if err := s.enter(); err != nil {
-			return err
-		}
-		defer s.leave()
-		s.ws()
-		if s.peek() == ']' {
-			s.i++
-			return nil
-		}
-		for {
-			if err := s.skip(); err != nil {
-				return err
-			}
-			s.ws()
-			switch s.peek() {
-			case ',':
-				s.i++
-				s.ws()
-			case ']':
-				s.i++
-				return nil
-			default:
-				return errScan
-			}
-		}
-	case c == '"':
-		_, _, err := s.str()
-		return err
-	case c == 't':
-		return s.literal("true")
-	case c == 'f':
-		return s.literal("false")
-	case c == 'n':
-		return s.literal("null")
-	case c == '-' || c >= '0' && c <= '9':
-		return s.number()
+	end, err := jsonscan.Skip(s.b, s.i, s.depth)
+	if err != nil {
+		return errScan
 	}
-	return errScan
+	s.i = end
+	return nil
 }
 
 func (s *jsonScan) literal(word string) error {
-	if len(s.b)-s.i < len(word) || string(s.b[s.i:s.i+len(word)]) != word {
+	end, err := jsonscan.Literal(s.b, s.i, word)
+	if err != nil {
 		return errScan
 	}
-	s.i += len(word)
+	s.i = end
 	return nil
 }
 
-// number passes a JSON number: -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?
-func (s *jsonScan) number() error {
-	if s.peek() == '-' {
-		s.i++
-	}
-	switch c := s.peek(); {
-	case c == '0':
-		s.i++
-	case c >= '1' && c <= '9':
-		s.digits()
-	default:
-		return errScan
-	}
-	if s.peek() == '.' {
-		s.i++
-		if !s.digits() {
-			return errScan
-		}
-	}
-	if c := s.peek(); c == 'e' || c == 'E' {
-		s.i++
-		if c := s.peek(); c == '+' || c == '-' {
-			s.i++
-		}
-		if !s.digits() {
-			return errScan
-		}
-	}
-	return nil
-}
-
-func (s *jsonScan) digits() bool {
-	start := s.i
-	for s.i < len(s.b) && s.b[s.i] >= '0' && s.b[s.i] <= '9' {
-		s.i++
-	}
-	return s.i > start
-}
-
-// str passes a string token, returning its raw content and whether it holds escapes.
-func (s *jsonScan) str() ([]byte, bool, error) {
-	s.i++ // '"'
-	start, esc := s.i, false
-	for s.i < len(s.b) {
-		c := s.b[s.i]
-		switch {
-		case c == '"':
-			s.i++
-			return s.b[start : s.i-1], esc, nil
-		case c == '\\':
-			esc = true
-			s.i++
-			if s.i >= len(s.b) {
-				return nil, false, errScan
-			}
-			switch s.b[s.i] {
-			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
-				s.i++
-			case 'u':
-				if len(s.b)-s.i < 5 || !hex4(s.b[s.i+1:s.i+5]) {
-					return nil, false, errScan
-				}
-				s.i += 5
-			default:
-				return nil, false, errScan
-			}
-		case c < 0x20:
-			return nil, false, errScan
-		default:
-			s.i++
-		}
-	}
-	return nil, false, errScan
-}
-
-func hex4(b []byte) bool {
-	for _, c := range b {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *jsonScan) ws() {
-	for s.i < len(s.b) {
-		switch s.b[s.i] {
-		case ' ', '\t', '\n', '\r':
-			s.i++
-		default:
-			return
-		}
-	}
-}
+func (s *jsonScan) ws() { s.i = jsonscan.SkipSpace(s.b, s.i) }
 
 func (s *jsonScan) peek() byte {
 	if s.i < len(s.b) {

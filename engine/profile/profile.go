@@ -1,5 +1,6 @@
-// Package profile holds the named engine profiles of the fake vLLM as
-// embedded YAML files and decodes operator-supplied profile files strictly:
+// Package profile holds the named engine profiles (the fake vLLM's, the
+// simulator's and the scenarios') as embedded YAML files and decodes
+// operator-supplied profile files strictly:
 // unknown keys, wrong types, missing fields and out-of-range values are
 // errors naming the field.
 //
@@ -24,7 +25,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/anvil-llm/anvil/fakevllm/engine"
+	"github.com/anvil-llm/anvil/engine"
 )
 
 // files holds one YAML file per profile name, compiled in by the go:embed

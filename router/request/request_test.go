@@ -1,4 +1,4 @@
-package routing
+package request
 
 import (
 	"encoding/json"
@@ -138,7 +138,7 @@ func TestParseRequest(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			got, err := ParseRequest(c.ep, []byte(c.body))
+			got, err := Parse(c.ep, []byte(c.body))
 			if ke, ok := c.err.(*KeyError); ok {
 				var got *KeyError
 				require.ErrorAs(t, err, &got)
@@ -210,6 +210,10 @@ func TestGates(t *testing.T) {
 		{"tools allowed", Request{Tools: true}, Limits{ToolsAllowed: true}, nil},
 		{"media refused", Request{Media: true}, l, ErrMediaRefused},
 		{"media allowed", Request{Media: true}, Limits{MediaAllowed: true}, nil},
+		{"endpoint refused on a replica tier", Request{Endpoint: Embeddings}, Limits{Replica: true}, ErrEndpointRefused},
+		{"endpoint gate before the others", Request{Endpoint: AudioSpeech, Media: true}, Limits{Replica: true}, ErrEndpointRefused},
+		{"replica endpoint passes", Request{Endpoint: Responses}, Limits{Replica: true}, nil},
+		{"any endpoint on a direct tier", Request{Endpoint: Embeddings}, Limits{}, nil},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -233,9 +237,9 @@ func TestEstimateIsConservative(t *testing.T) {
 func TestParseMaterializesNothing(t *testing.T) {
 	for _, c := range benchBodies() {
 		t.Run(c.name, func(t *testing.T) {
-			_, err := ParseRequest(c.ep, c.body)
+			_, err := Parse(c.ep, c.body)
 			require.NoError(t, err)
-			assert.LessOrEqual(t, testing.AllocsPerRun(5, func() { _, _ = ParseRequest(c.ep, c.body) }), 1.0)
+			assert.LessOrEqual(t, testing.AllocsPerRun(5, func() { _, _ = Parse(c.ep, c.body) }), 1.0)
 		})
 	}
 }
@@ -244,7 +248,7 @@ func TestParseMaterializesNothing(t *testing.T) {
 // spacing, key order, escapes and duplicates of fields the router does not read survive.
 func TestBodyIsByteExact(t *testing.T) {
 	in := " {\"temperature\" : 0.50,\"model\" :\t\"al\\u0069as\" ,\"x\":\"\\u003c/\\/\",\"x\":1e2,\"messages\":[{\"role\":\"user\",\"content\":\"hi\\n\"}]} \n"
-	r, err := ParseRequest(ChatCompletions, []byte(in))
+	r, err := Parse(ChatCompletions, []byte(in))
 	require.NoError(t, err)
 	assert.Equal(t, "alias", r.Model)
 	assert.Equal(t, strings.Replace(in, `"al\u0069as"`, `"served/model"`, 1), string(r.Body("served/model")))
