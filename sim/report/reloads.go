@@ -95,14 +95,14 @@ func reloadTable(run *Run) *table {
 	if len(run.Reloads) == 0 {
 		return nil
 	}
-	t := &table{head: []string{"reload at (s)", "changes", "added", "removed", "overhang", "removed in flight", "of those failed", "result"}, left: 0}
+	t := &table{head: []string{"reload at (s)", "result", "added", "removed", "changes", "overhang", "removed in flight", "of those failed"}, left: 4}
 	for _, r := range run.Reloads {
 		res := "applied"
 		if r.Error != "" {
 			res = r.Error
 		}
-		t.row(f(r.AtS, 3), i64(int64(r.Changes)), dash(strings.Join(r.Added, ",")), dash(strings.Join(r.Removed, ",")),
-			i64(r.Overhang), i64(r.RemovedInFlight), i64(r.RemovedInFlightFailed), res)
+		t.row(f(r.AtS, 3), res, dash(strings.Join(r.Added, ",")), dash(strings.Join(r.Removed, ",")),
+			i64(int64(r.Changes)), i64(r.Overhang), i64(r.RemovedInFlight), i64(r.RemovedInFlightFailed))
 	}
 	return t
 }
