@@ -80,7 +80,7 @@ func TestChurnNeverOversubscribes(t *testing.T) {
 					continue
 				}
 				successes.Add(1)
-				i := tier.index[l.Member()]
+				i := tier.conf.index[l.Member()]
 				if inFlight[i].Add(1) > 2 {
 					violations.Add(1)
 				}

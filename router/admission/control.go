@@ -21,16 +21,19 @@ func (t *TierAdmission) Quiesce(reason string) error {
 // QuiesceMember stops new admissions to one member of a replica tier. Other
 // members and the tier state are untouched.
 func (t *TierAdmission) QuiesceMember(member, reason string) error {
-	i, err := t.memberIndex(member)
-	if err != nil {
-		return err
-	}
 	if !ident.ValidReason(reason) {
+		if _, err := t.member(member); err != nil {
+			return err
+		}
 		return ErrInvalidReason
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.members[i].quiesced, t.members[i].reason = true, reason
+	m, err := t.memberLocked(member)
+	if err != nil {
+		return err
+	}
+	m.quiesced, m.reason = true, reason
 	t.wakeLocked()
 	t.wakeHeadLocked()
 	return nil
@@ -48,13 +51,13 @@ func (t *TierAdmission) Readmit() error {
 
 // ReadmitMember lifts one member's quiesce. It never clears the tier quiesce.
 func (t *TierAdmission) ReadmitMember(member string) error {
-	i, err := t.memberIndex(member)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	m, err := t.memberLocked(member)
 	if err != nil {
 		return err
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.members[i].quiesced, t.members[i].reason = false, ""
+	m.quiesced, m.reason = false, ""
 	t.wakeLocked()
 	t.wakeHeadLocked()
 	return nil
@@ -65,18 +68,15 @@ func (t *TierAdmission) ReadmitMember(member string) error {
 // quiesced (a member drain needs the member quiesced: a tier quiesce does not count), else whether the
 // scope holds no lease. A drain never cancels a lease: the caller waits for Changed and asks again.
 func (t *TierAdmission) Idle(member string) (bool, error) {
-	i := -1
-	if member != "" {
-		var err error
-		if i, err = t.memberIndex(member); err != nil {
-			return false, err
-		}
-	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	quiesced, active := t.quiesced, t.active
-	if i >= 0 {
-		quiesced, active = t.members[i].quiesced, t.members[i].active
+	if member != "" {
+		m, err := t.memberLocked(member)
+		if err != nil {
+			return false, err
+		}
+		quiesced, active = m.quiesced, m.active
 	}
 	if !quiesced {
 		return false, ErrNotQuiesced
@@ -97,13 +97,21 @@ func (t *TierAdmission) Changed() <-chan struct{} {
 	return t.wake
 }
 
-func (t *TierAdmission) memberIndex(member string) (int, error) {
-	if t.kind != KindReplica {
-		return -1, errNotReplica
+// memberLocked finds a configured member of the tier in force by ID.
+func (t *TierAdmission) memberLocked(member string) (*memberState, error) {
+	if t.cur.kind != KindReplica {
+		return nil, errNotReplica
 	}
-	i, ok := t.index[member]
+	i, ok := t.cur.index[member]
 	if !ok {
-		return -1, ErrUnknownMember
+		return nil, ErrUnknownMember
 	}
-	return i, nil
+	return t.members[i], nil
+}
+
+// member is memberLocked under the lock.
+func (t *TierAdmission) member(member string) (*memberState, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.memberLocked(member)
 }

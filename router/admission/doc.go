@@ -21,6 +21,19 @@
 // immutable after New. No operation ever holds two tier locks, so there is no
 // lock order to get wrong.
 //
+// # Generations
+//
+// A Set is one generation of configuration over live state that outlives it
+// (reconfigure.go): Reconfigure validates the next generation's specs and
+// prepares a new Set over the same tiers and members, keyed by identity (tier ID
+// and kind; member ID and endpoint), changing nothing; Commit installs it, one
+// tier lock at a time. Counts, quiesce, the cursor, the queue and its waiters
+// carry over; members and tiers that left retire with their leases and stay
+// visible until the last is released. An admission through a replaced
+// generation is refused with ErrSuperseded under the tier lock, so every lease is
+// granted against the ceilings and membership in force; the caller retries
+// through the generation in force (a queue ticket keeps its place).
+//
 // Inputs from callers (the readiness and pressure maps) are copied and validated
 // into fixed-size, per-call arrays before the lock is taken, so a caller mutating
 // its map concurrently cannot affect a decision and a malformed map is refused

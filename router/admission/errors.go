@@ -33,6 +33,11 @@ var (
 	// ErrQueueAhead refuses an acquire that would overtake requests waiting in the tier's queue: a
 	// request without a ticket queues behind them (or is refused like ErrExhausted when it cannot).
 	ErrQueueAhead = errors.New("admission: requests are queued ahead")
+	// ErrSuperseded refuses an admission (or an enqueue) through a generation a reconfiguration
+	// replaced: nothing was reserved, and the caller retries through the generation in force.
+	ErrSuperseded = errors.New("admission: the configuration generation was superseded")
+	// ErrStale refuses a Commit whose base generation was already superseded, or a second Commit.
+	ErrStale = errors.New("admission: the reconfiguration is stale")
 )
 
 // Detailed refusals, built once so the acquire path never formats under the lock.
@@ -50,4 +55,5 @@ var (
 	errQueueFull          = fmt.Errorf("%w: %w", ErrExhausted, ErrQueueFull)
 	errQueueAhead         = fmt.Errorf("%w: %w", ErrExhausted, ErrQueueAhead)
 	errTicketGone         = errors.New("admission: the ticket is not waiting in this tier's queue")
+	errSuperseded         = ErrSuperseded
 )

@@ -5,9 +5,13 @@ import "github.com/anvil-llm/anvil/router/scheduler"
 // Lease is one reservation: a tier slot, and for replica tiers one member slot
 // reserved together with it. The holder releases it exactly once, typically in
 // one defer; further Release calls are counted as misuse and change nothing.
+// A lease belongs to the tier's and the member's live state, not to a
+// generation: released after a reload, it returns its slot into the same counts,
+// and a member that left the configuration is counted (retiring) until its
+// last lease is released.
 type Lease struct {
-	tier        *TierAdmission
-	member      int                 // sorted member index, -1 for direct tiers
+	tier        *tierState
+	member      *memberState        // nil for direct tiers
 	decision    *scheduler.Decision // capacity mode only: the other strategies carry none (and allocate none)
 	hasDecision bool
 	released    bool // guarded by tier.mu
@@ -24,10 +28,10 @@ func (l *Lease) Tier() string {
 // Member returns the reserved member ID, or "" for a direct tier (and for a
 // zero Lease).
 func (l *Lease) Member() string {
-	if l == nil || l.tier == nil || l.member < 0 {
+	if l == nil || l.tier == nil || l.member == nil {
 		return ""
 	}
-	return l.tier.memberIDs[l.member]
+	return l.member.id
 }
 
 // Decision returns the immutable scheduler decision that selected the member.
@@ -57,8 +61,11 @@ func (l *Lease) Release() bool {
 	l.released = true
 	t.released++
 	t.active--
-	if l.member >= 0 {
-		t.members[l.member].active--
+	if m := l.member; m != nil {
+		m.active--
+		if m.retiring && m.active == 0 {
+			t.dropRetiringLocked(m)
+		}
 	}
 	t.wakeLocked()
 	t.wakeHeadLocked()
@@ -66,7 +73,7 @@ func (l *Lease) Release() bool {
 }
 
 // wakeLocked closes the channel Changed handed out, if any; every waiter re-checks its own question.
-func (t *TierAdmission) wakeLocked() {
+func (t *tierState) wakeLocked() {
 	if t.wake != nil {
 		close(t.wake)
 		t.wake = nil

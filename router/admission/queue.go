@@ -13,7 +13,7 @@ const MaxWaiting = 100_000
 // Ticket is one request's place in a tier's queue, from Enqueue until it acquires through
 // AcquireQueued or leaves with Leave. Its fields are guarded by the tier's lock.
 type Ticket struct {
-	tier  *TierAdmission
+	tier  *tierState
 	seq   uint64
 	gone  bool          // left the queue (acquired, left, or swept by a tier quiesce)
 	wake  chan struct{} // handed out by Wait, closed when retrying may succeed
@@ -22,17 +22,21 @@ type Ticket struct {
 
 // Enqueue places a request at the tail of the tier's queue. It refuses with ErrNoQueue when the tier
 // has no queue, ErrQuiesced while the tier is quiesced (a quiesced tier admits nothing, so waiting is
-// pointless) and ErrQueueFull when the queue holds its max_waiting requests.
+// pointless), ErrQueueFull when the queue holds its max_waiting requests (the bound in force: a
+// lowered bound cuts no waiter, it refuses newcomers until the queue is under it) and ErrSuperseded
+// when a reload replaced this view's generation.
 func (t *TierAdmission) Enqueue() (*Ticket, error) {
-	tk := &Ticket{tier: t} // allocated outside the lock
+	tk := &Ticket{tier: t.tierState} // allocated outside the lock
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	switch {
-	case t.maxWaiting == 0:
+	case t.supersededLocked():
+		return nil, errSuperseded
+	case t.cur.maxWaiting == 0:
 		return nil, errNoQueue
 	case t.quiesced:
 		return nil, errTierQuiesced
-	case t.waiting >= t.maxWaiting:
+	case t.waiting >= t.cur.maxWaiting:
 		t.queueFull++
 		return nil, errQueueFull
 	}
@@ -76,7 +80,7 @@ func (tk *Ticket) wakeLocked() {
 // Leave removes the ticket from the queue (a timeout, a caller that went away). It reports whether
 // the ticket was still waiting; leaving twice, or after AcquireQueued succeeded, changes nothing.
 func (t *TierAdmission) Leave(tk *Ticket) bool {
-	if tk == nil || tk.tier != t {
+	if tk == nil || tk.tier != t.tierState {
 		return false
 	}
 	t.mu.Lock()
@@ -90,7 +94,7 @@ func (t *TierAdmission) Leave(tk *Ticket) bool {
 
 // leaveLocked takes a waiting tk (nil: none) off the queue; when it was the head, the next in line
 // may fit now and is told.
-func (t *TierAdmission) leaveLocked(tk *Ticket) {
+func (t *tierState) leaveLocked(tk *Ticket) {
 	if tk == nil || tk.gone {
 		return
 	}
@@ -102,7 +106,7 @@ func (t *TierAdmission) leaveLocked(tk *Ticket) {
 }
 
 // headLocked returns the first ticket still waiting, compacting left ones off the front.
-func (t *TierAdmission) headLocked() *Ticket {
+func (t *tierState) headLocked() *Ticket {
 	for len(t.queue) > 0 && t.queue[0].gone {
 		t.queue[0] = nil
 		t.queue = t.queue[1:]
@@ -115,7 +119,7 @@ func (t *TierAdmission) headLocked() *Ticket {
 
 // dropLocked marks tk gone; it leaves the slice lazily (headLocked compacts the front), so Leave from
 // the middle of a long queue costs O(1).
-func (t *TierAdmission) dropLocked(tk *Ticket) {
+func (t *tierState) dropLocked(tk *Ticket) {
 	tk.gone = true
 	t.waiting--
 	tk.wakeLocked()
@@ -126,14 +130,14 @@ func (t *TierAdmission) dropLocked(tk *Ticket) {
 }
 
 // wakeHeadLocked tells the head that retrying may succeed.
-func (t *TierAdmission) wakeHeadLocked() {
+func (t *tierState) wakeHeadLocked() {
 	if h := t.headLocked(); h != nil {
 		h.wakeLocked()
 	}
 }
 
 // wakeAllLocked tells every waiter to retry: the tier's quiesce state changed.
-func (t *TierAdmission) wakeAllLocked() {
+func (t *tierState) wakeAllLocked() {
 	for _, tk := range t.queue {
 		if !tk.gone {
 			tk.wakeLocked()
@@ -143,7 +147,7 @@ func (t *TierAdmission) wakeAllLocked() {
 
 // queueAheadLocked refuses a request that would overtake waiters: with tk nil, any waiter; with a
 // ticket, any waiter before it.
-func (t *TierAdmission) queueAheadLocked(tk *Ticket) error {
+func (t *tierState) queueAheadLocked(tk *Ticket) error {
 	if tk != nil && tk.gone {
 		return errTicketGone
 	}
@@ -154,10 +158,29 @@ func (t *TierAdmission) queueAheadLocked(tk *Ticket) error {
 }
 
 // admittedLocked takes tk (the head, which just acquired) off the queue and wakes the next head.
-func (t *TierAdmission) admittedLocked(tk *Ticket) {
+func (t *tierState) admittedLocked(tk *Ticket) {
 	if tk == nil {
 		return
 	}
 	t.dropLocked(tk)
 	t.wakeHeadLocked()
 }
+
+// Leave removes the ticket from its tier's queue, whatever generation it was taken through (Leave on
+// the tier is the same). It reports whether the ticket was still waiting.
+func (tk *Ticket) Leave() bool {
+	if tk == nil || tk.tier == nil {
+		return false
+	}
+	t := tk.tier
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if tk.gone {
+		return false
+	}
+	t.leaveLocked(tk)
+	return true
+}
+
+// Holds reports whether tk is a ticket of this tier's queue (taken through any generation of it).
+func (t *TierAdmission) Holds(tk *Ticket) bool { return tk != nil && tk.tier == t.tierState }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	"github.com/anvil-llm/anvil/router/ident"
 )
@@ -51,10 +52,13 @@ func (k Kind) String() string {
 }
 
 // MemberSpec configures one replica member. MaxConcurrency 0 means no member
-// ceiling and is legal only in round robin.
+// ceiling and is legal only in round robin. Endpoint is part of the member's
+// identity across reconfigurations (a member whose endpoint changed is a new
+// member); admission never contacts it.
 type MemberSpec struct {
 	ID             string
 	MaxConcurrency int64
+	Endpoint       string
 }
 
 // TierSpec configures one tier. MaxConcurrency is the aggregate tier ceiling,
@@ -71,11 +75,15 @@ type TierSpec struct {
 	MaxWaiting int
 }
 
-// Set holds the admission state of every configured tier. It is immutable after
-// New; all mutable state lives behind each tier's own lock.
+// Set is one generation of tier admission: a view of every configured tier. It is
+// immutable after New (or Commit); all mutable state lives behind each tier's own
+// lock, and Reconfigure builds the next generation over the same live state.
 type Set struct {
-	ids   []string // sorted
-	tiers map[string]*TierAdmission
+	ids     []string // sorted
+	tiers   map[string]*TierAdmission
+	retired []*tierState // tiers earlier reconfigurations removed, possibly still holding leases or waiters
+
+	superseded atomic.Bool // a reconfiguration built on this Set was committed
 }
 
 // New validates and copies specs and returns a Set with every tier admitting.
@@ -113,12 +121,19 @@ func (s *Set) Tier(id string) (*TierAdmission, bool) {
 // IDs returns the configured tier IDs, sorted.
 func (s *Set) IDs() []string { return slices.Clone(s.ids) }
 
-// Snapshots returns one snapshot per tier, sorted by tier ID. Each snapshot is
-// one consistent read of its tier; different tiers are read one after another.
+// Snapshots returns one snapshot per configured tier, sorted by tier ID, then one per
+// retiring tier (removed by a reconfiguration, still holding leases or waiters: Retiring),
+// sorted by ID. Each snapshot is one consistent read of its tier; different tiers are read one
+// after another.
 func (s *Set) Snapshots() []Snapshot {
-	out := make([]Snapshot, len(s.ids))
+	out := make([]Snapshot, len(s.ids), len(s.ids)+len(s.retired))
 	for i, id := range s.ids {
 		out[i] = s.tiers[id].Snapshot()
+	}
+	for _, t := range s.retired {
+		if snap := t.snapshot(); snap.Active > 0 || snap.Waiting > 0 {
+			out = append(out, snap)
+		}
 	}
 	return out
 }

@@ -51,6 +51,10 @@ func Build(plan []TierSpec, snaps []admission.Snapshot, pressure PressureReader)
 	specs := shown(plan)
 	overflow := capacityMembers(specs) > ident.MaxCapacityMembers
 	doc := Document{Tiers: make([]Tier, 0, len(specs))}
+	planned := make(map[string]bool, len(specs))
+	for _, spec := range specs {
+		planned[spec.ID] = true
+	}
 	for _, spec := range specs {
 		t := Tier{ID: spec.ID, Kind: spec.Kind, Strategy: spec.Strategy, queued: spec.MaxWaiting > 0}
 		sn, ok := byID[spec.ID]
@@ -62,7 +66,31 @@ func Build(plan []TierSpec, snaps []admission.Snapshot, pressure PressureReader)
 		}
 		doc.Tiers = append(doc.Tiers, t)
 	}
+	// Tiers a reload removed while they still held leases or waiters: shown, marked retiring, after
+	// the configured ones, until they are idle.
+	for _, sn := range snaps {
+		if sn.Retiring && !dup[sn.ID] && validRetiring(sn) {
+			t := AdmissionTier(sn)
+			doc.Tiers = append(doc.Tiers, t)
+		}
+	}
 	return doc
+}
+
+// validRetiring checks a retiring tier's snapshot: a safe ID, a valid state, counts in bounds and
+// retiring members only (its configured members left with it).
+func validRetiring(sn admission.Snapshot) bool {
+	if !ident.ValidID(sn.ID) || !validState(sn.State, sn.Reason, sn.Draining, sn.Active) || !validCount(sn.Active) {
+		return false
+	}
+	var sum int64
+	for _, m := range sn.Members {
+		if !ident.ValidID(m.ID) || !validState(m.State, m.Reason, m.Draining, m.Active) || !validCount(m.Active) {
+			return false
+		}
+		sum += m.Active
+	}
+	return sn.Kind == admission.KindDirect || sum == sn.Active
 }
 
 // shown returns the plan's tiers that may appear at all, sorted by ID: those with a safe ID that no
@@ -99,9 +127,9 @@ func capacityMembers(specs []TierSpec) int {
 // that stay within their ceilings and sum to the tier's.
 func valid(spec TierSpec, sn admission.Snapshot) bool {
 	switch {
-	case sn.ID != spec.ID, sn.Kind != spec.Kind,
+	case sn.ID != spec.ID, sn.Kind != spec.Kind, sn.Retiring,
 		!validState(sn.State, sn.Reason, sn.Draining, sn.Active),
-		sn.MaxConcurrency != spec.MaxConcurrency, !withinCeiling(sn.Active, sn.MaxConcurrency),
+		sn.MaxConcurrency != spec.MaxConcurrency, !validCount(sn.Active),
 		sn.Released > maxCount, sn.ReleaseMisuse > maxCount,
 		sn.MaxWaiting != spec.MaxWaiting, sn.Waiting < 0 || sn.Waiting > sn.MaxWaiting, sn.QueueFull > maxCount:
 		return false
@@ -113,24 +141,34 @@ func valid(spec TierSpec, sn admission.Snapshot) bool {
 	return validMembers(spec, sn)
 }
 
+// validMembers checks the configured members (the snapshot's first members, in ID order) and then
+// the retiring ones (members a reload removed, or moved to another endpoint, that still hold
+// leases: no ceiling, at least one lease).
 func validMembers(spec TierSpec, sn admission.Snapshot) bool {
 	ids := spec.sortedMemberIDs()
-	if len(ids) < ident.MinMembers || len(ids) > ident.MaxMembers || len(sn.Members) != len(ids) {
+	if len(ids) < ident.MinMembers || len(ids) > ident.MaxMembers || len(sn.Members) < len(ids) {
 		return false
 	}
 	capacity := spec.capacityTier()
 	var sum, ceilings int64
-	for i, m := range sn.Members {
+	for i, m := range sn.Members[:len(ids)] {
 		ceiling, _ := spec.ceiling(m.ID)
 		switch {
-		case m.ID != ids[i], !ident.ValidID(m.ID), i > 0 && ids[i-1] == m.ID,
+		case m.ID != ids[i], !ident.ValidID(m.ID), i > 0 && ids[i-1] == m.ID, m.Retiring,
 			m.MaxConcurrency != ceiling, ceiling < 0 || ceiling > ident.MaxCeiling,
 			capacity && ceiling < ident.MinCeiling,
-			!validState(m.State, m.Reason, m.Draining, m.Active), !withinCeiling(m.Active, ceiling):
+			!validState(m.State, m.Reason, m.Draining, m.Active), !validCount(m.Active):
 			return false
 		}
 		sum += m.Active
 		ceilings += ceiling
+	}
+	for _, m := range sn.Members[len(ids):] {
+		if !m.Retiring || !ident.ValidID(m.ID) || m.MaxConcurrency != 0 || m.Active < 1 ||
+			!validState(m.State, m.Reason, m.Draining, m.Active) || !validCount(m.Active) {
+			return false
+		}
+		sum += m.Active
 	}
 	if capacity && (spec.MaxConcurrency < 1 || spec.MaxConcurrency > ceilings) {
 		return false
@@ -156,9 +194,10 @@ func validState(state, reason string, draining bool, active int64) bool {
 	return draining == (state == admission.StateQuiesced && active > 0)
 }
 
-// withinCeiling: a count of 0..MaxActive that does not exceed its ceiling (0 = none).
-func withinCeiling(active, ceiling int64) bool {
-	return active >= 0 && active <= scheduler.MaxActive && (ceiling == 0 || active <= ceiling)
+// validCount: a count of 0..MaxActive. It may exceed its ceiling: a reload that lowers a ceiling
+// below the active count cuts nothing, and the views show both numbers.
+func validCount(active int64) bool {
+	return active >= 0 && active <= scheduler.MaxActive
 }
 
 // attachTelemetry reads the tier's pressure once and gives every member its telemetry. A failing

@@ -70,14 +70,18 @@ func TestMalformedSnapshotsAreUnavailable(t *testing.T) {
 			s.State, s.Reason = admission.StateQuiesced, "operator"
 		}},
 		{"tier ceiling differs from the configuration", "pool", func(s *admission.Snapshot) { s.MaxConcurrency = 13 }},
-		{"tier active over its ceiling", "hosted", func(s *admission.Snapshot) { s.Active = 5 }},
 		{"negative active", "hosted", func(s *admission.Snapshot) { s.Active = -1 }},
 		{"released beyond 2^53", "hosted", func(s *admission.Snapshot) { s.Released = 1 << 53 }},
 		{"members do not sum to the tier", "pool", func(s *admission.Snapshot) { s.Active = 2 }},
 		{"member ceiling differs", "pool", func(s *admission.Snapshot) { s.Members[0].MaxConcurrency = 3 }},
-		{"member over its ceiling", "pool", func(s *admission.Snapshot) {
-			i := memberIndex(s, "failed")
-			s.Members[i].Active, s.Active = 3, s.Active+3
+		{"configured member marked retiring", "pool", func(s *admission.Snapshot) { s.Members[0].Retiring = true }},
+		{"retiring member without a lease", "pool", func(s *admission.Snapshot) {
+			s.Members = append(s.Members, admission.MemberSnapshot{ID: "gone", State: admission.StateAdmitting, Retiring: true})
+		}},
+		{"retiring member with a ceiling", "pool", func(s *admission.Snapshot) {
+			s.Members = append(s.Members, admission.MemberSnapshot{ID: "gone", State: admission.StateAdmitting,
+				Retiring: true, Active: 1, MaxConcurrency: 2})
+			s.Active++
 		}},
 		{"member draining while admitting", "pool", func(s *admission.Snapshot) { s.Members[memberIndex(s, "fresh")].Draining = true }},
 		{"member state unknown", "pool", func(s *admission.Snapshot) { s.Members[0].State = "ejected" }},
@@ -99,6 +103,40 @@ func TestMalformedSnapshotsAreUnavailable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestReloadShapes: after a reload, a count above a lowered ceiling is shown with both numbers,
+// a removed member still holding leases is shown retiring after the configured ones, and a removed
+// tier still holding leases is shown retiring after the configured tiers.
+func TestReloadShapes(t *testing.T) {
+	src, plan, p := fixtureSources(t)
+	good := src.Admission.Snapshots()
+	snaps := mutate(good, "hosted", func(s *admission.Snapshot) { s.Active = s.MaxConcurrency + 2 })
+	snaps = mutate(snaps, "pool", func(s *admission.Snapshot) {
+		i := memberIndex(s, "failed")
+		s.Members[i].Active, s.Active = s.Members[i].MaxConcurrency+1, s.Active+s.Members[i].MaxConcurrency+1-s.Members[i].Active
+		s.Members = append(s.Members, admission.MemberSnapshot{ID: "gone", State: admission.StateAdmitting, Retiring: true, Active: 2})
+		s.Active += 2
+	})
+	snaps = append(snaps, admission.Snapshot{ID: "zz-removed", Kind: admission.KindDirect, State: admission.StateAdmitting,
+		Retiring: true, Active: 1})
+	doc := capacity.Build(plan, snaps, p)
+	byID := map[string]capacity.Tier{}
+	for _, tier := range doc.Tiers {
+		require.True(t, tier.Available, "tier %s", tier.ID)
+		byID[tier.ID] = tier
+	}
+	hosted := byID["hosted"]
+	assert.Greater(t, hosted.Active, hosted.MaxConcurrency)
+	pool := byID["pool"]
+	last := pool.Members[len(pool.Members)-1]
+	assert.Equal(t, "gone", last.ID)
+	assert.True(t, last.Retiring)
+	require.Equal(t, "zz-removed", doc.Tiers[len(doc.Tiers)-1].ID)
+	assert.True(t, doc.Tiers[len(doc.Tiers)-1].Retiring)
+	b, err := json.Marshal(doc.Tiers[len(doc.Tiers)-1])
+	require.NoError(t, err)
+	assert.Contains(t, string(b), `"retiring":true`)
 }
 
 // TestUnavailableShape pins the unavailable shape: the keys of the available shape, state

@@ -53,6 +53,7 @@ type Sources struct {
 type Collector struct {
 	plan []TierSpec
 	src  Sources
+	view func() ([]TierSpec, Sources) // NewLiveCollector: plan and src are read from it per scrape
 	d    descs
 }
 
@@ -120,6 +121,13 @@ func NewCollector(plan []TierSpec, src Sources) *Collector {
 	return &Collector{plan: cp, src: src, d: newDescs()}
 }
 
+// NewLiveCollector returns a collector that asks view, at every scrape, for the plan and sources in
+// force: a router that reloads its configuration hands over the current generation's. view must not
+// modify what it returned before.
+func NewLiveCollector(view func() ([]TierSpec, Sources)) *Collector {
+	return &Collector{view: view, d: newDescs()}
+}
+
 // Describe sends every family the collector may emit.
 func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range c.d.all() {
@@ -130,9 +138,17 @@ func (c *Collector) Describe(ch chan<- *prometheus.Desc) {
 // Collect reads the sources once and emits the current values. Unavailable tiers emit nothing (an
 // absent series, never a 0), and only safe IDs become labels.
 func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	if c.view != nil {
+		plan, src := c.view()
+		c = &Collector{plan: plan, src: src, d: c.d}
+	}
 	e := emitter{ch}
 	if c.src.Admission != nil {
 		for _, t := range Read(c.plan, c.src).Tiers {
+			if t.Retiring {
+				continue // not configured: its ID may repeat a configured tier's (a kind change)
+			}
+			t.Members = configured(t.Members)
 			c.tier(e, t)
 			c.queue(e, t)
 			c.health(e, t)

@@ -26,11 +26,14 @@ type Tier struct {
 	Strategy admission.Strategy // replica tiers only
 	// Available is false when the tier's admission snapshot was absent or malformed: the tier then
 	// shows state "unavailable" and null for every number and for its members.
-	Available      bool
-	State          string // admission.StateAdmitting or admission.StateQuiesced
-	Reason         string // the tier's quiesce reason; "" while admitting
-	Draining       bool
-	Active         int64
+	Available bool
+	State     string // admission.StateAdmitting or admission.StateQuiesced
+	Reason    string // the tier's quiesce reason; "" while admitting
+	Draining  bool
+	// Retiring marks a tier a reload removed that still holds leases or waiters: it admits nothing and
+	// leaves the views when idle.
+	Retiring       bool
+	Active         int64 // may exceed MaxConcurrency after a reload lowered the ceiling
 	MaxConcurrency int64 // effective ceiling, 0 = none
 	Released       uint64
 	ReleaseMisuse  uint64
@@ -52,6 +55,7 @@ type Member struct {
 	State          string         `json:"state"`
 	Reason         string         `json:"reason,omitempty"`
 	Draining       bool           `json:"draining"`
+	Retiring       bool           `json:"retiring,omitempty"` // left the configuration in a reload; still holds leases
 	Active         int64          `json:"active_requests"`
 	MaxConcurrency int64          `json:"max_concurrency"`
 	Readiness      string         `json:"readiness,omitempty"` // the latest completed probe verdict
@@ -82,10 +86,11 @@ func AttachReadiness(tiers []Tier, r ReadinessReader) {
 		if !t.Available || t.Kind != admission.KindReplica {
 			continue
 		}
+		members := configured(t.Members)
 		for _, v := range r.Verdicts(t.ID) {
 			if name := v.Verdict.String(); name != "invalid" {
-				for j := range t.Members {
-					if t.Members[j].ID == v.Member {
+				for j := range members {
+					if members[j].ID == v.Member {
 						t.Members[j].Readiness = name
 					}
 				}
@@ -114,7 +119,7 @@ func AttachHealth(tiers []Tier, h HealthReader) {
 			continue
 		}
 		hs, err := h.Health(t.ID)
-		if err != nil || !healthMatches(hs, t.Members) {
+		if err != nil || !healthMatches(hs, configured(t.Members)) {
 			continue
 		}
 		for j, mh := range hs {
@@ -126,6 +131,17 @@ func AttachHealth(tiers []Tier, h HealthReader) {
 			t.Members[j].PassiveHealth = ph
 		}
 	}
+}
+
+// configured returns the members the configuration in force lists: the leading ones, before the
+// retiring members (which have no readiness or passive health of their own any more).
+func configured(members []Member) []Member {
+	for i, m := range members {
+		if m.Retiring {
+			return members[:i]
+		}
+	}
+	return members
 }
 
 // healthMatches: one valid entry per member, in the members' (ID) order.
@@ -167,11 +183,11 @@ func telemetryOf(p scheduler.Pressure) *Telemetry {
 // validates).
 func AdmissionTier(sn admission.Snapshot) Tier {
 	t := Tier{ID: sn.ID, Kind: sn.Kind, Strategy: sn.Strategy, Available: true, State: sn.State,
-		Reason: sn.Reason, Draining: sn.Draining, Active: sn.Active, MaxConcurrency: sn.MaxConcurrency,
-		Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
+		Reason: sn.Reason, Draining: sn.Draining, Retiring: sn.Retiring, Active: sn.Active,
+		MaxConcurrency: sn.MaxConcurrency, Released: sn.Released, ReleaseMisuse: sn.ReleaseMisuse}
 	for _, m := range sn.Members {
 		t.Members = append(t.Members, Member{ID: m.ID, State: m.State, Draining: m.Draining,
-			Active: m.Active, MaxConcurrency: m.MaxConcurrency})
+			Retiring: m.Retiring, Active: m.Active, MaxConcurrency: m.MaxConcurrency})
 	}
 	if sn.MaxWaiting > 0 {
 		t.Queue = &Queue{Waiting: sn.Waiting, MaxWaiting: sn.MaxWaiting, RefusedFull: sn.QueueFull}
@@ -236,6 +252,6 @@ func (t Tier) MarshalJSON() ([]byte, error) {
 			Queue: queue})
 	}
 	return json.Marshal(manage.TierView[Member]{ID: t.ID, Kind: t.Kind.String(), Strategy: strategy, State: t.State,
-		Reason: t.Reason, Draining: t.Draining, Active: t.Active, MaxConcurrency: t.MaxConcurrency,
+		Reason: t.Reason, Draining: t.Draining, Retiring: t.Retiring, Active: t.Active, MaxConcurrency: t.MaxConcurrency,
 		Released: t.Released, ReleaseMisuse: t.ReleaseMisuse, Queue: t.Queue, Members: t.Members})
 }

@@ -155,7 +155,9 @@ func copyMembership(tiers map[string]map[string]int64) (map[string]map[string]in
 // error wrapping ErrInvalidRecord, and stores nothing, only when r breaks a record
 // invariant; sanitized IDs and discarded evidence are counted, not errors. Sink
 // failures are counted in Stats, never returned.
-func (l *Log) Add(r Record) error {
+func (l *Log) Add(r Record) error { return l.add(r, l.membership) }
+
+func (l *Log) add(r Record, membership map[string]map[string]int64) error {
 	n, err := normalize(r)
 	l.idsReplaced.Add(uint64(n.replacedIDs))
 	if err != nil {
@@ -163,8 +165,8 @@ func (l *Log) Add(r Record) error {
 		return fmt.Errorf("%w: %w", ErrInvalidRecord, err)
 	}
 	rec := n.rec
-	if rec.ReplicaScheduler != nil && l.membership != nil {
-		members, ok := l.membership[rec.Tier]
+	if rec.ReplicaScheduler != nil && membership != nil {
+		members, ok := membership[rec.Tier]
 		// normalize already rebuilt the evidence and New checked the membership.
 		if !ok || fitsMembership(*rec.ReplicaScheduler, members) != nil {
 			rec.ReplicaScheduler = nil

@@ -320,3 +320,58 @@ func TestProperties(t *testing.T) {
 		}
 	})
 }
+
+func TestAdopt(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	policy := DefaultPolicy()
+	policy.MaxEjectedPercent = 100
+	spec := func(ids ...string) []TierSpec { return []TierSpec{{ID: "t", Members: ids, Policy: policy}} }
+	eject := func(t *testing.T, tr *Tracker, id string) {
+		for range policy.ConsecutiveFailures {
+			_, _, err := tr.Observe("t", id, Failure, t0)
+			require.NoError(t, err)
+		}
+	}
+	state := func(t *testing.T, tr *Tracker) map[string]State {
+		snap, err := tr.Snapshot("t", t0)
+		require.NoError(t, err)
+		out := map[string]State{}
+		for _, m := range snap {
+			out[m.ID] = m.State
+		}
+		return out
+	}
+	tests := []struct {
+		name string
+		next []string
+		same func(tier, member string) bool
+		want map[string]State
+	}{
+		{"kept members keep their state", []string{"a", "b", "c"}, func(string, string) bool { return true },
+			map[string]State{"a": Ejected, "b": Healthy, "c": Healthy}},
+		{"a changed endpoint starts healthy", []string{"a", "b", "c"}, func(_, m string) bool { return m != "a" },
+			map[string]State{"a": Healthy, "b": Healthy, "c": Healthy}},
+		{"the cap holds when the healthy member leaves", []string{"a", "b"}, func(string, string) bool { return true },
+			nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			old, err := New(spec("a", "b", "c"))
+			require.NoError(t, err)
+			eject(t, old, "a")
+			if len(tt.next) == 2 {
+				eject(t, old, "b") // two of three out: only c kept the tier serving
+			}
+			next, err := New(spec(tt.next...))
+			require.NoError(t, err)
+			next.Adopt(old, tt.same)
+			got := state(t, next)
+			if len(tt.next) == 2 {
+				// a and b were ejected at the same instant; exactly one stays out.
+				assert.ElementsMatch(t, []State{Ejected, HalfOpen}, []State{got["a"], got["b"]})
+				return
+			}
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

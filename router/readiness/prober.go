@@ -14,12 +14,14 @@ const maxModelsBody = 1 << 20
 
 // Prober probes every target in the background and records completed verdicts into its State.
 type Prober struct {
-	client   *http.Client
+	client *http.Client
+	state  *State
+	passed func(tier, member string)
+
+	mu       sync.Mutex // guards what a reload changes
 	targets  []Target
-	state    *State
 	interval time.Duration
 	timeout  time.Duration
-	passed   func(tier, member string)
 }
 
 // Option configures a Prober.
@@ -55,9 +57,52 @@ func probeClient(client *http.Client) *http.Client {
 	return c
 }
 
+// Retarget is a reload's step: probe targets from now on, every interval, each bounded by timeout.
+// The State adopts the targets (see State.Adopt); a round already running finishes, and its
+// verdicts for replaced targets are dropped. It returns the targets that are new (unprobed), for
+// the caller to probe at once.
+func (p *Prober) Retarget(targets []Target, interval, timeout time.Duration) []Target {
+	ts := append([]Target(nil), targets...)
+	p.mu.Lock()
+	old := make(map[Target]bool, len(p.targets))
+	for _, t := range p.targets {
+		old[t] = true
+	}
+	p.targets, p.interval, p.timeout = ts, interval, timeout
+	p.mu.Unlock()
+	p.state.Adopt(ts)
+	var fresh []Target
+	for _, t := range ts {
+		if !old[t] {
+			fresh = append(fresh, t)
+		}
+	}
+	return fresh
+}
+
+// ProbeTargets probes the given targets once, concurrently, and records their verdicts.
+func (p *Prober) ProbeTargets(ctx context.Context, targets []Target) {
+	var wg sync.WaitGroup
+	for _, tg := range targets {
+		wg.Go(func() {
+			v := p.Probe(ctx, tg)
+			if ctx.Err() == nil {
+				_ = p.record(tg, v)
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (p *Prober) pace() ([]Target, time.Duration, time.Duration) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.targets, p.interval, p.timeout
+}
+
 // record stores a completed verdict and announces a passed one.
 func (p *Prober) record(tg Target, v Verdict) error {
-	if err := p.state.Record(tg.Tier, tg.Member, v); err != nil {
+	if err := p.state.RecordTarget(tg, v); err != nil {
 		return err
 	}
 	if v == Ready && p.passed != nil {
@@ -81,28 +126,22 @@ func (p *Prober) Run(ctx context.Context) {
 		case <-t.C:
 		}
 		p.ProbeAll(ctx)
-		t.Reset(p.interval)
+		_, interval, _ := p.pace()
+		t.Reset(interval)
 	}
 }
 
 // ProbeAll runs one round over every member and returns when all verdicts are recorded.
 func (p *Prober) ProbeAll(ctx context.Context) {
-	var wg sync.WaitGroup
-	for _, tg := range p.targets {
-		wg.Go(func() {
-			v := p.Probe(ctx, tg)
-			if ctx.Err() == nil {
-				_ = p.record(tg, v)
-			}
-		})
-	}
-	wg.Wait()
+	targets, _, _ := p.pace()
+	p.ProbeTargets(ctx, targets)
 }
 
 // ProbeMember probes one registered member now and records the verdict; member readmission uses it so
 // only that member's readiness is verified.
 func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict, error) {
-	for _, tg := range p.targets {
+	targets, _, _ := p.pace()
+	for _, tg := range targets {
 		if tg.Tier == tier && tg.Member == member {
 			v := p.Probe(ctx, tg)
 			if ctx.Err() != nil {
@@ -117,7 +156,8 @@ func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict,
 
 // Probe checks one target: /v1/models first (identity, see CheckModels), then /health.
 func (p *Prober) Probe(ctx context.Context, tg Target) Verdict {
-	ctx, cancel := context.WithTimeout(ctx, p.timeout)
+	_, _, timeout := p.pace()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	base := strings.TrimRight(tg.BaseURL, "/")
 	status, body, err := p.get(ctx, base+"/v1/models", maxModelsBody)

@@ -56,9 +56,12 @@ func (v Verdict) String() string {
 }
 
 // State holds the latest completed verdict of every registered member. It is safe for concurrent use.
+// A reload retargets it (Adopt): a member keeps its verdict only while its identity (tier, member,
+// base URL and served model) stays.
 type State struct {
-	mu    sync.RWMutex
-	tiers map[string]map[string]Verdict
+	mu      sync.RWMutex
+	tiers   map[string]map[string]Verdict
+	targets map[[2]string]Target // (tier, member) -> the registered target
 }
 
 // ErrUnknownMember is returned when a verdict names a member that was never registered.
@@ -66,16 +69,52 @@ var ErrUnknownMember = errors.New("readiness: unknown member")
 
 // NewState registers the members; every one starts Unprobed.
 func NewState(targets []Target) *State {
-	s := &State{tiers: make(map[string]map[string]Verdict)}
+	s := &State{}
+	s.tiers, s.targets = register(targets)
+	return s
+}
+
+func register(targets []Target) (map[string]map[string]Verdict, map[[2]string]Target) {
+	tiers := make(map[string]map[string]Verdict)
+	byKey := make(map[[2]string]Target, len(targets))
 	for _, t := range targets {
-		m := s.tiers[t.Tier]
+		m := tiers[t.Tier]
 		if m == nil {
 			m = make(map[string]Verdict)
-			s.tiers[t.Tier] = m
+			tiers[t.Tier] = m
 		}
 		m[t.Member] = Unprobed
+		byKey[[2]string{t.Tier, t.Member}] = t
 	}
-	return s
+	return tiers, byKey
+}
+
+// Adopt registers targets in place of the current ones: a member whose tier, ID, base URL and
+// served model are unchanged keeps its verdict; every other one starts Unprobed (not ready until a
+// probe passes); members no longer listed are forgotten. Snapshots switch from one membership to
+// the other in one step.
+func (s *State) Adopt(targets []Target) {
+	tiers, byKey := register(targets)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for k, t := range byKey {
+		if old, ok := s.targets[k]; ok && old == t {
+			tiers[k[0]][k[1]] = s.tiers[k[0]][k[1]]
+		}
+	}
+	s.tiers, s.targets = tiers, byKey
+}
+
+// RecordTarget stores a completed verdict for tg when tg is still the registered target of its
+// member: a probe of an endpoint that a reload replaced says nothing about the member in force.
+func (s *State) RecordTarget(tg Target, v Verdict) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.targets[[2]string{tg.Tier, tg.Member}]; !ok || cur != tg {
+		return ErrUnknownMember
+	}
+	s.tiers[tg.Tier][tg.Member] = v
+	return nil
 }
 
 // Record stores a completed verdict for a registered member.

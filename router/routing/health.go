@@ -11,12 +11,22 @@ import (
 
 // passive is the router's passive-health shell: the pure health.Tracker behind one lock, fed by every
 // finished attempt and every passed readiness probe, applied to every readiness snapshot before
-// admission. Transitions go to the router's event hook, outside the lock.
+// admission. Transitions go to the router's event hook, outside the lock. One passive outlives every
+// generation: a reload installs the next generation's tracker, adopting the state of every member
+// whose (tier, member, endpoint) identity stays.
 type passive struct {
-	mu       sync.Mutex
-	tracker  *health.Tracker
-	count429 map[string]bool // tier -> a 429 answer is a failure
-	events   func(health.Event)
+	mu        sync.Mutex
+	tracker   *health.Tracker
+	count429  map[string]bool      // tier -> a 429 answer is a failure
+	endpoints map[[2]string]string // (tier, member) -> endpoint in force
+	events    func(health.Event)
+}
+
+// healthGen is one generation's passive-health configuration, built and validated by stage.
+type healthGen struct {
+	tracker   *health.Tracker
+	count429  map[string]bool
+	endpoints map[[2]string]string
 }
 
 // HealthSpecs registers every replica tier whose passive health is enabled.
@@ -37,16 +47,40 @@ func HealthSpecs(cfg config.Config) []health.TierSpec {
 	return out
 }
 
-func newPassive(cfg config.Config, events func(health.Event)) (*passive, error) {
+// stageHealth builds a generation's passive-health configuration; it changes nothing.
+func stageHealth(cfg config.Config) (*healthGen, error) {
 	tracker, err := health.New(HealthSpecs(cfg))
 	if err != nil {
 		return nil, err
 	}
-	p := &passive{tracker: tracker, count429: map[string]bool{}, events: events}
+	g := &healthGen{tracker: tracker, count429: map[string]bool{}, endpoints: map[[2]string]string{}}
 	for _, t := range cfg.Tiers() {
-		p.count429[t.ID] = t.PassiveHealth.Count429
+		g.count429[t.ID] = t.PassiveHealth.Count429
+		for _, m := range t.Members {
+			g.endpoints[[2]string{t.ID, m.ID}] = m.Endpoint
+		}
 	}
-	return p, nil
+	return g, nil
+}
+
+func newPassive(cfg config.Config, events func(health.Event)) (*passive, error) {
+	g, err := stageHealth(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &passive{tracker: g.tracker, count429: g.count429, endpoints: g.endpoints, events: events}, nil
+}
+
+// install brings g into force, adopting every member whose endpoint did not change.
+func (p *passive) install(g *healthGen) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	g.tracker.Adopt(p.tracker, func(tier, member string) bool {
+		k := [2]string{tier, member}
+		old, ok := p.endpoints[k]
+		return ok && old == g.endpoints[k]
+	})
+	p.tracker, p.count429, p.endpoints = g.tracker, g.count429, g.endpoints
 }
 
 // apply returns the readiness snapshot with ejected members held out (a copy when any is), the
@@ -57,16 +91,22 @@ func (p *passive) apply(tier string, now time.Time, ready map[string]bool) (map[
 	return p.tracker.Apply(tier, now, ready)
 }
 
-// observe feeds one finished record.
-func (p *passive) observe(rec decisionlog.Record, end time.Time) {
-	if rec.Member == "" || !p.tracker.Tracks(rec.Tier) {
+// observe feeds one finished record of an attempt on endpoint. An attempt on a member that a reload
+// removed, or moved to another endpoint, says nothing about the member in force.
+func (p *passive) observe(rec decisionlog.Record, endpoint string, end time.Time) {
+	if rec.Member == "" {
+		return
+	}
+	p.mu.Lock()
+	if !p.tracker.Tracks(rec.Tier) || p.endpoints[[2]string{rec.Tier, rec.Member}] != endpoint {
+		p.mu.Unlock()
 		return
 	}
 	r := result(rec, p.count429[rec.Tier])
 	if r == health.Neutral {
+		p.mu.Unlock()
 		return
 	}
-	p.mu.Lock()
 	ev, ok, err := p.tracker.Observe(rec.Tier, rec.Member, r, end)
 	p.mu.Unlock()
 	if ok && err == nil && p.events != nil {
@@ -75,10 +115,11 @@ func (p *passive) observe(rec decisionlog.Record, end time.Time) {
 }
 
 func (p *passive) probePassed(tier, member string, now time.Time) {
+	p.mu.Lock()
 	if !p.tracker.Tracks(tier) {
+		p.mu.Unlock()
 		return
 	}
-	p.mu.Lock()
 	ev, ok, err := p.tracker.ProbePassed(tier, member, now)
 	p.mu.Unlock()
 	if ok && err == nil && p.events != nil {

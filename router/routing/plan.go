@@ -15,7 +15,7 @@ import (
 // ceilings, strategies or membership.
 
 // AdmissionSpecs converts the config's tiers to admission specifications: configured ceilings and
-// strategies become admission's.
+// strategies become admission's, and each member's endpoint is part of its identity across reloads.
 func AdmissionSpecs(cfg config.Config) []admission.TierSpec {
 	tiers := cfg.Tiers()
 	out := make([]admission.TierSpec, 0, len(tiers))
@@ -28,7 +28,8 @@ func AdmissionSpecs(cfg config.Config) []admission.TierSpec {
 				spec.Strategy = admission.StrategyCapacity
 			}
 			for _, m := range t.Members {
-				spec.Members = append(spec.Members, admission.MemberSpec{ID: m.ID, MaxConcurrency: m.MaxConcurrency})
+				spec.Members = append(spec.Members, admission.MemberSpec{ID: m.ID, MaxConcurrency: m.MaxConcurrency,
+					Endpoint: m.Endpoint})
 			}
 		}
 		out = append(out, spec)

@@ -3,6 +3,7 @@ package routing
 import (
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/anvil-llm/anvil/router/admission"
@@ -29,32 +30,72 @@ type PressureSource interface {
 // ErrUnknownAlias is returned for a model name that no alias declares.
 var ErrUnknownAlias = errors.New("the requested model does not exist")
 
-// Router resolves aliases, admits requests and records them: it holds the walk's parts (the config's
-// aliases, admission, the snapshot sources and the decision log) and no per-request state. It is safe
-// for concurrent use because admission and the decision log are.
+// Router is one generation of the walk's configuration: the config's aliases and tiers, admission,
+// the snapshot sources and the membership decision records are checked against, over state that
+// outlives it (admission's live tiers and members, passive health, the decision log). It resolves
+// aliases, admits requests and records them, and holds no per-request state. It is safe for
+// concurrent use because admission, passive health and the decision log are. Next builds the next
+// generation and Publish brings it into force (generation.go).
 type Router struct {
-	cfg       config.Config
-	aliases   map[string]config.Tier // built once: resolving never copies config
-	admission *admission.Set
-	ready     ReadinessSource
-	pressure  PressureSource
-	health    *passive
-	log       *decisionlog.Log
+	cfg        config.Config
+	digest     string
+	number     uint64
+	aliases    map[string]config.Tier // built once: resolving never copies config
+	admission  *admission.Set
+	ready      ReadinessSource
+	pressure   PressureSource
+	health     *passive
+	log        *decisionlog.Log
+	membership *decisionlog.Membership
+	followers  []Follower
+
+	next       *staged       // set by Next until Publish: what Publish commits
+	superseded chan struct{} // closed when the next generation is published
+	successor  atomic.Pointer[Router]
 }
 
 // Option configures a Router.
 type Option func(*options)
 
-type options struct{ healthEvents func(health.Event) }
+type options struct {
+	healthEvents func(health.Event)
+	digest       string
+	followers    []Follower
+	ready        ReadinessSource
+	pressure     PressureSource
+	setReady     bool
+	setPressure  bool
+}
 
 // WithHealthEvents sends every passive-health transition (an ejection, a recovery, an ejection the
 // cap held back) to f, outside every lock: the server logs them, the simulator counts them.
 func WithHealthEvents(f func(health.Event)) Option { return func(o *options) { o.healthEvents = f } }
 
-// New builds a router for cfg: admission from AdmissionSpecs, passive health from HealthSpecs, the
-// readiness source, the pressure source (nil when no tier uses the capacity strategy, or before
-// telemetry exists: capacity then works on local load alone) and the decision log every finished
-// Attempt is recorded in (nil: none).
+// WithDigest names the configuration the generation was built from: the hex digest of its file
+// (sha256), "" when there is none. Decision records carry its first 16 hex digits.
+func WithDigest(digest string) Option { return func(o *options) { o.digest = digest } }
+
+// WithFollowers registers snapshot sources whose membership follows the generation in force (see
+// Follower). Next stages each with the next config and Publish commits them; a generation built by
+// Next keeps the followers of the one it came from.
+func WithFollowers(f ...Follower) Option {
+	return func(o *options) { o.followers = append(o.followers, f...) }
+}
+
+// WithReadiness replaces the readiness source in the generation Next builds.
+func WithReadiness(src ReadinessSource) Option {
+	return func(o *options) { o.ready, o.setReady = src, true }
+}
+
+// WithPressure replaces the pressure source in the generation Next builds (nil: none).
+func WithPressure(src PressureSource) Option {
+	return func(o *options) { o.pressure, o.setPressure = src, true }
+}
+
+// New builds the first generation of a router for cfg: admission from AdmissionSpecs, passive health
+// from HealthSpecs, the readiness source, the pressure source (nil when no tier uses the capacity
+// strategy, or before telemetry exists: capacity then works on local load alone) and the decision log
+// every finished Attempt is recorded in (nil: none).
 func New(cfg config.Config, ready ReadinessSource, pressure PressureSource, log *decisionlog.Log, opts ...Option) (*Router, error) {
 	var o options
 	for _, opt := range opts {
@@ -68,12 +109,23 @@ func New(cfg config.Config, ready ReadinessSource, pressure PressureSource, log 
 	if err != nil {
 		return nil, fmt.Errorf("routing: passive health: %w", err)
 	}
-	aliases := make(map[string]config.Tier)
+	membership, err := decisionlog.NewMembership(Membership(cfg))
+	if err != nil {
+		return nil, fmt.Errorf("routing: membership: %w", err)
+	}
+	r := &Router{cfg: cfg, digest: o.digest, number: 1, admission: adm, ready: ready, pressure: pressure,
+		health: ph, log: log, membership: membership, followers: o.followers, superseded: make(chan struct{})}
+	r.aliases = aliases(cfg)
+	return r, nil
+}
+
+func aliases(cfg config.Config) map[string]config.Tier {
+	out := make(map[string]config.Tier)
 	for _, a := range cfg.Aliases() {
 		t, _ := cfg.Tier(a.Tier)
-		aliases[a.ID] = t
+		out[a.ID] = t
 	}
-	return &Router{cfg: cfg, aliases: aliases, admission: adm, ready: ready, pressure: pressure, health: ph, log: log}, nil
+	return out
 }
 
 // Resolve maps the request's alias to its tier and applies every request-wide gate. It reserves nothing.
@@ -116,7 +168,7 @@ func (r *Router) admit(tier config.Tier, now time.Time, tk *admission.Ticket) (l
 		}
 		return lease, Target{BaseURL: tier.Endpoint}, 0, nil
 	}
-	ready, trial, ejected := r.health.apply(tier.ID, now, r.ready.Snapshot(tier.ID))
+	ready, trial, ejected := r.health.apply(tier.ID, now, r.readiness(tier.ID))
 	var pressure map[string]scheduler.Pressure
 	if r.pressure != nil && tier.Strategy == config.StrategyCapacity {
 		if p, err := r.pressure.Snapshot(tier.ID); err == nil {
@@ -156,3 +208,11 @@ func (r *Router) Admission() *admission.Set { return r.admission }
 
 // Decisions returns the decision log (nil when none).
 func (r *Router) Decisions() *decisionlog.Log { return r.log }
+
+// readiness reads the tier's readiness snapshot (nil without a source: nothing is ready).
+func (r *Router) readiness(tier string) map[string]bool {
+	if r.ready == nil {
+		return nil
+	}
+	return r.ready.Snapshot(tier)
+}

@@ -25,6 +25,7 @@ type Attempt struct {
 	r        *Router
 	rec      decisionlog.Record
 	lease    *admission.Lease
+	endpoint string // the admitted target's base URL: passive health's identity of the member
 	finished bool
 
 	// The admission queue: the ticket while the request waits, when it started and until when.
@@ -76,14 +77,30 @@ func (a *Attempt) Resolve(req request.Request) (config.Tier, error) {
 // returns ErrQueued; the caller waits (Wait) and calls Admit again, which retries as the queue's
 // ticket holder until it gets a lease, the tier is quiesced (the queue empties with that refusal),
 // or now reaches the deadline (ErrQueueTimeout). The record then carries the time spent queued.
+//
+// When a reload published a new generation while the request was being admitted, Admit returns
+// ErrSuperseded and changes nothing (a queued request keeps its place): Rebase onto the generation in
+// force, then Resolve and Admit again.
 func (a *Attempt) Admit(tier config.Tier, now time.Time) (Target, error) {
 	if a.ticket != nil && !now.Before(a.deadline) {
 		return Target{}, a.refuse(tier, now, ErrQueueTimeout)
 	}
+	if a.ticket != nil {
+		if adm, ok := a.r.admission.Tier(tier.ID); !ok || !adm.Holds(a.ticket) {
+			// Rebased onto a generation where the alias names another tier (or a new one under the
+			// same ID): the old place means nothing there.
+			a.ticket.Leave()
+			a.ticket, a.queuedAt = nil, time.Time{}
+		}
+	}
 	lease, target, ejected, err := a.r.admit(tier, now, a.ticket)
 	a.rec.EjectedMembers = ejected
+	if errors.Is(err, ErrSuperseded) {
+		return Target{}, err
+	}
 	if err == nil {
 		a.lease, a.ticket = lease, nil // an admitted ticket has left the queue
+		a.endpoint = target.BaseURL
 		a.queued(now)
 		a.rec.Member = target.Member
 		if d, ok := lease.Decision(); ok {
@@ -98,9 +115,28 @@ func (a *Attempt) Admit(tier config.Tier, now time.Time) (Target, error) {
 		if err = a.enqueue(tier, now); err == nil {
 			return Target{}, ErrQueued
 		}
+		if errors.Is(err, ErrSuperseded) {
+			return Target{}, err
+		}
 	}
 	return Target{}, a.refuse(tier, now, err)
 }
+
+// Rebase moves an attempt that Admit answered ErrSuperseded onto r, the generation in force: the
+// record forgets what the old generation resolved (Resolve sets it again), a queue ticket keeps its
+// place when r still has its tier, and the request's start and queue deadline stay. It does nothing
+// once the attempt holds a lease or has finished.
+func (a *Attempt) Rebase(r *Router) {
+	if a.lease != nil || a.finished || r == nil {
+		return
+	}
+	a.r = r
+	a.rec.Alias, a.rec.Tier, a.rec.Route, a.rec.Strategy = "", "", "", ""
+	a.rec.EjectedMembers = 0
+}
+
+// Router returns the generation the attempt walks under.
+func (a *Attempt) Router() *Router { return a.r }
 
 // evidence is the record's copy of a capacity lease's decision. Taking the address of Admit's own
 // copy would move it to the heap on every call, round robin and direct tiers included.
@@ -119,20 +155,18 @@ func (a *Attempt) enqueue(tier config.Tier, now time.Time) error {
 
 // refuse records a refusal by admission: the request leaves the queue if it waited in it.
 func (a *Attempt) refuse(tier config.Tier, now time.Time, err error) error {
-	a.leave(tier.ID)
+	a.leave()
 	a.queued(now)
 	a.rec.Outcome = decisionlog.OutcomeNotAdmitted
 	return err
 }
 
 // leave gives up the request's place in the queue, if it has one.
-func (a *Attempt) leave(tierID string) {
+func (a *Attempt) leave() {
 	if a.ticket == nil {
 		return
 	}
-	if adm, ok := a.r.admission.Tier(tierID); ok {
-		adm.Leave(a.ticket)
-	}
+	a.ticket.Leave()
 	a.ticket = nil
 }
 
@@ -158,7 +192,7 @@ func (a *Attempt) Wait() (<-chan struct{}, time.Time) {
 // Canceled records that the caller went away before a lease: the request leaves the queue, made no
 // attempt, and the caller saw nothing (499).
 func (a *Attempt) Canceled(now time.Time) {
-	a.leave(a.rec.Tier)
+	a.leave()
 	a.queued(now)
 	a.rec.Outcome, a.rec.Status = decisionlog.OutcomeClientCanceled, decisionlog.StatusClientClosed
 }
@@ -208,7 +242,7 @@ func (a *Attempt) Finish(end time.Time, status int) (decisionlog.Record, error) 
 		return a.rec, nil
 	}
 	a.finished = true
-	a.leave(a.rec.Tier) // a request that ended while queued gives up its place
+	a.leave() // a request that ended while queued gives up its place
 	if a.lease != nil {
 		a.lease.Release()
 	}
@@ -216,11 +250,11 @@ func (a *Attempt) Finish(end time.Time, status int) (decisionlog.Record, error) 
 	if a.rec.Status == 0 {
 		a.rec.Status = status
 	}
-	a.r.health.observe(a.rec, end)
+	a.r.health.observe(a.rec, a.endpoint, end)
 	if a.r.log == nil {
 		return a.rec, nil
 	}
-	return a.rec, a.r.log.Add(a.rec)
+	return a.rec, a.r.log.AddWithin(a.rec, a.r.membership)
 }
 
 // route is the record's route and strategy for a tier.

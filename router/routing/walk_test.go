@@ -181,7 +181,8 @@ func TestPlanAgreesWithTheConfig(t *testing.T) {
 	specs := AdmissionSpecs(cfg)
 	require.Len(t, specs, 2)
 	assert.Equal(t, admission.TierSpec{ID: "pool", Kind: admission.KindReplica, Strategy: admission.StrategyCapacity,
-		Members: []admission.MemberSpec{{ID: "m0", MaxConcurrency: 1}, {ID: "m1", MaxConcurrency: 1}}}, specs[0])
+		Members: []admission.MemberSpec{{ID: "m0", MaxConcurrency: 1, Endpoint: "http://127.0.0.1:9001"},
+			{ID: "m1", MaxConcurrency: 1, Endpoint: "http://127.0.0.1:9002"}}}, specs[0])
 	assert.Equal(t, admission.TierSpec{ID: "hosted", Kind: admission.KindDirect, MaxConcurrency: 1}, specs[1])
 	p := PressureSpecs(cfg)
 	require.Len(t, p, 1, "only capacity tiers are scraped")

@@ -251,3 +251,25 @@ func (c *Cache) take(slot int) (pressure.Job, context.Context, context.CancelFun
 		// Loop to read the clock again outside the lock before taking a job.
 	}
 }
+
+// Stage validates the next configuration's capacity tiers (see pressure.NewCore) and returns the
+// commit that swaps them in, changing nothing until then. The commit, under the cache lock, builds
+// the new core's samples from the running one by identity (pressure.Core.Adopt: the same tier,
+// member, endpoint, served model and ceiling keep their sample; others read unknown until their
+// first refresh) and drops the old core's queued work; a refresh still running completes into
+// nothing. A closed cache stays closed.
+func (c *Cache) Stage(tiers []pressure.TierSpec) (commit func(), err error) {
+	next, err := pressure.NewCore(tiers)
+	if err != nil {
+		return nil, err
+	}
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		next.Adopt(c.core)
+		if c.core.Closed() {
+			next.Close()
+		}
+		c.core = next
+	}, nil
+}
