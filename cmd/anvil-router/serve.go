@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -19,6 +17,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/intent"
+	"github.com/anvil-llm/anvil/router/listen"
 	"github.com/anvil-llm/anvil/router/server"
 	"github.com/anvil-llm/anvil/router/watch"
 )
@@ -100,18 +99,27 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
-	srv, err := server.New(cfg, server.Options{Logger: log, ConfigPath: f.config, ConfigDigest: loaded.Digest,
-		Load: sourceLoader(src), Diff: server.ConfigDiff})
+	// The sockets systemd holds (socket activation) come first, so a restart refuses no connection.
+	lns, err := listen.Open(ctx, listen.Addrs{API: cfg.Listen(), Metrics: cfg.Metrics().Listen})
+	if errors.Is(err, listen.ErrActivation) {
+		return cmdline.UsageError{Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	if len(lns.Activated) > 0 {
+		log.Info("socket activation", "sockets", lns.Activated)
+	}
+	srv, err := server.New(cfg, server.Options{Logger: log, MetricsListener: lns.Metrics, ConfigPath: f.config,
+		ConfigDigest: loaded.Digest, Load: sourceLoader(src), Diff: server.ConfigDiff})
+	if err != nil {
+		_ = lns.Close()
+	}
 	if errors.Is(err, intent.ErrInvalid) {
 		return cmdline.UsageError{Err: err} // a malformed intent file is refused like a malformed config
 	}
 	if err != nil {
 		return err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen())
-	if err != nil {
-		_ = srv.Close()
-		return fmt.Errorf("listen: %w", err)
 	}
 	stopHUP := reloadOnHUP(ctx, srv)
 	defer stopHUP()
@@ -119,12 +127,12 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 		stopWatch, err := watchFile(ctx, src, loaded.Fingerprint, srv, f.watchInterval)
 		if err != nil {
 			_ = srv.Close()
-			_ = ln.Close()
+			_ = lns.Close()
 			return cmdline.UsageError{Err: err}
 		}
 		defer stopWatch()
 	}
-	return srv.Serve(ctx, ln)
+	return srv.Serve(ctx, lns.API)
 }
 
 // sourceLoader is the reload's LoadFunc: the Source start-up read, read again.
