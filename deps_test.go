@@ -227,6 +227,18 @@ func rules() []importRule {
 			subjects: []string{"internal/demo", "cmd/anvil-router"},
 			applies:  func(rel string) bool { return rel != "cmd/anvil-router" },
 			forbids:  func(_, dep string) bool { return local(dep) == "internal/demo" }},
+		{why: "go-systemd appears only in router/listen",
+			subjects: []string{"router/listen"}, applies: func(rel string) bool { return rel != "router/listen" },
+			forbids: func(_, dep string) bool { return external(dep, "github.com/coreos/go-systemd") }},
+		{why: "router/listen opens sockets: the standard library and go-systemd only",
+			subjects: []string{"router/listen"}, applies: exact("router/listen"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && !strings.HasPrefix(dep, "golang.org/x/") && !external(dep, "github.com/coreos/go-systemd")
+			}},
+		{why: "only anvil-router's command opens the listeners of router/listen",
+			subjects: []string{"router/listen", "cmd/anvil-router"},
+			applies:  func(rel string) bool { return rel != "router/listen" && rel != "cmd/anvil-router" },
+			forbids:  func(_, dep string) bool { return local(dep) == "router/listen" }},
 	}
 }
 
@@ -594,6 +606,12 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/anvil-llm/anvil/router/admission"; var _ = admission.New`, "qualification is a black-box client"},
 		{"the simulator depends on qualification", "sim/report",
 			`import "github.com/anvil-llm/anvil/qualification"; var _ = qualification.Parse`, "only anvil-qualify imports qualification"},
+		{"go-systemd outside router/listen", "router/server",
+			`import "github.com/coreos/go-systemd/v22/activation"; var _ = activation.Files`, "go-systemd appears only in router/listen"},
+		{"the server opens the activated listeners itself", "router/server",
+			`import "github.com/anvil-llm/anvil/router/listen"; var _ = listen.Open`, "only anvil-router's command opens the listeners"},
+		{"listen depends on the config", "router/listen",
+			`import "github.com/anvil-llm/anvil/router/config"; var _ = config.EnvListen`, "router/listen opens sockets"},
 		{"fakevllm depends on the router", "fakevllm",
 			`import "github.com/anvil-llm/anvil/router/ident"; var _ = ident.ValidID`, "fakevllm is scraped like vLLM"},
 		{"the commands' plumbing depends on the router", "internal/cli",

@@ -7,8 +7,10 @@
 // arrivals; prompt and output length distributions; the streaming share; client cancellations),
 // telemetry behaviour (scrape latency and jitter, per-member metrics outages, slowness, malformed
 // pages, hung scrapes), timed events (quiesce, drain and readmit a member or the tier, kill, revive
-// or slow a member, upstream error and stream-close windows), the router's upstream timeouts, the
-// duration and seed, the SLOs and the expect: gates the report must pass.
+// or slow a member, upstream error and stream-close windows), live configuration reloads (reloads:
+// at a virtual time, one or more changes applied as one new generation: member_ceiling, add_member,
+// remove_member; see Reload), the router's upstream timeouts, the duration and seed, the SLOs and
+// the expect: gates the report must pass.
 //
 // Loading is strict: exactly the documented keys, no duplicates, no anchors, the right YAML type
 // for every value, then semantic checks; every error names the path of the offending field and
@@ -19,6 +21,7 @@
 // compiler fuses it into FMA instructions.
 //
 // Reading guide: schema.go (the types and their YAML keys), decode.go (the strict gate),
-// validate.go and workload.go (defaults and semantic checks), generate.go (streams, distributions,
+// validate.go and workload.go (defaults and semantic checks), reloads.go (the reload timeline:
+// each change checked against the membership in force, Generations, AllMembers), generate.go (streams, distributions,
 // arrival processes, request shapes), embed.go (the shipped scenarios).
 package scenarios

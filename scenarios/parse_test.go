@@ -26,7 +26,7 @@ workload:
 
 func TestEmbeddedScenariosParse(t *testing.T) {
 	names := Names()
-	want := []string{"burst-queue", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "member-drain", "metrics-outage", "restart-intent", "rotation",
+	want := []string{"burst-queue", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage", "restart-intent", "rotation",
 		"sixteen-members-hour", "stale-telemetry", "tier-drain", "twenty-concurrent", "upstream-errors"}
 	assert.Equal(t, want, names)
 	for _, n := range names {
@@ -212,8 +212,9 @@ func FuzzParse(f *testing.F) {
 		}
 		for _, e := range sc.Events {
 			if e.Member != "" {
-				_, ok := sc.Member(e.Member)
+				_, ok := sc.EverMember(e.Member)
 				require.True(t, ok)
+				require.True(t, sc.ConfiguredAt(e.Member, e.At))
 			}
 		}
 	})

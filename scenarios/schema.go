@@ -19,7 +19,10 @@ type Scenario struct {
 	Workload   Workload  `yaml:"workload"`
 	Telemetry  Telemetry `yaml:"telemetry"`
 	Events     []Event   `yaml:"events"`
-	SLO        SLO       `yaml:"slo"`
+	// Reloads are live configuration changes, in time order: the router swaps to the next
+	// generation of its configuration at each one without a restart (see Reload).
+	Reloads []Reload `yaml:"reloads"`
+	SLO     SLO      `yaml:"slo"`
 	// Windows name spans of the run whose arrivals the report measures on their own
 	// (window.NAME.tier.success_rate, window.NAME.member.ID.share, ...), for gates on one phase.
 	Windows []Window `yaml:"windows"`
@@ -199,7 +202,8 @@ const (
 	ActionStreamClose = "stream_close" // a share of responses are cut after a delay until Until
 	// ActionRestart restarts the router: requests in flight are cut as a dying process cuts them,
 	// and the new router restores the quiesce intent the run persisted to its intent file. It
-	// applies to the whole router (no member).
+	// applies to the whole router (no member). After reloads the new router loads the
+	// configuration in force, as a restarted process reads the file as it is.
 	ActionRestart = "restart"
 )
 
@@ -216,6 +220,55 @@ type Event struct {
 	Until    time.Duration `yaml:"until"`  // errors, stream_close: end of the window; default end of run
 	AfterMin time.Duration `yaml:"after_min"`
 	AfterMax time.Duration `yaml:"after_max"` // stream_close: cut between these delays after dispatch
+}
+
+// Reload is one live configuration reload at virtual time At: the tier's configuration with every
+// change applied, in order, becomes the router's next generation in one step. At least one change;
+// after the last one the tier has 2-16 members. A timed event at the same instant as a reload
+// happens before it, and names the members configured before it.
+type Reload struct {
+	At      time.Duration `yaml:"at"` // within (0, duration), after the previous reload's
+	Changes []Change      `yaml:"changes"`
+}
+
+// Change is one change of a reload: exactly one of its fields is set.
+type Change struct {
+	// MemberCeiling sets a configured member's max_concurrency. Lowered below the member's active
+	// leases, it cuts nothing: new admissions to the member wait until it is under the new ceiling.
+	MemberCeiling *MemberCeiling `yaml:"member_ceiling"`
+	// AddMember configures a new member with a fresh virtual engine. It is unready, so it admits
+	// nothing, until its first readiness probe after the reload passes.
+	AddMember *AddMember `yaml:"add_member"`
+	// RemoveMember unconfigures a member: it admits nothing from the reload on, and the requests
+	// in flight on it finish there.
+	RemoveMember *RemoveMember `yaml:"remove_member"`
+}
+
+// MemberCeiling is a member_ceiling change.
+type MemberCeiling struct {
+	Tier           string `yaml:"tier"`            // default the scenario's tier; no other tier exists
+	Member         string `yaml:"member"`          // a member configured at the reload
+	MaxConcurrency int64  `yaml:"max_concurrency"` // 1-100000
+}
+
+// AddMember is an add_member change: the new member's fields, as in tier.members.
+type AddMember struct {
+	Tier           string  `yaml:"tier"`            // default the scenario's tier
+	ID             string  `yaml:"id"`              // a member ID the scenario has not used before
+	MaxConcurrency int64   `yaml:"max_concurrency"` // 1-100000
+	Profile        string  `yaml:"profile"`         // engine profile name; default "8b-h100"
+	StepScale      float64 `yaml:"step_scale"`      // default 1
+}
+
+// Member is the added member as a tier member.
+func (a AddMember) Member() Member {
+	return Member{ID: a.ID, MaxConcurrency: a.MaxConcurrency, Profile: a.Profile, StepScale: a.StepScale}
+}
+
+// RemoveMember is a remove_member change.
+type RemoveMember struct {
+	Tier   string `yaml:"tier"`   // default the scenario's tier
+	Member string `yaml:"member"` // a member configured at the reload
 }
 
 // SLO are the goodput targets; zero fields are not checked.

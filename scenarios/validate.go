@@ -86,7 +86,17 @@ func (s *Scenario) validate() error {
 	if s.Duration < MinDuration || s.Duration > MaxDuration {
 		return invalid("duration", "is required: 1s to 24h")
 	}
-	steps := []func() error{s.Tier.validate, s.validateStrategies, s.validateUpstream, s.validateWorkload,
+	defaultContext := s.Tier.Gates.MaxContextTokens == 0
+	reloads := func() error {
+		if err := s.validateReloads(); err != nil {
+			return err
+		}
+		if defaultContext && len(s.Reloads) > 0 {
+			s.Tier.Gates.MaxContextTokens = s.smallestModelLen() // added members' windows too
+		}
+		return nil
+	}
+	steps := []func() error{s.Tier.validate, reloads, s.validateStrategies, s.validateUpstream, s.validateWorkload,
 		s.validateTelemetry, s.validateEvents, s.validateSLO, s.validateWindows, s.validateGates, s.validateWork}
 	for _, step := range steps {
 		if err := step(); err != nil {
@@ -206,7 +216,7 @@ func (s *Scenario) memberRef(path, id string, required bool) error {
 		}
 		return nil
 	}
-	if _, ok := s.Member(id); !ok {
+	if _, ok := s.EverMember(id); !ok {
 		return invalid(path, "names no tier member")
 	}
 	return nil

@@ -193,6 +193,9 @@ func (s *Scenario) validateEvent(e *Event, path string) error {
 	if err := s.memberRef(path+".member", e.Member, memberOnly(e.Action)); err != nil {
 		return err
 	}
+	if e.Member != "" && !s.ConfiguredAt(e.Member, e.At) {
+		return invalid(path+".member", "names a member not configured at this event's time (reloads add and remove members)")
+	}
 	if err := e.onlyFields(path); err != nil {
 		return err
 	}
@@ -215,6 +218,7 @@ func (s *Scenario) validateEvent(e *Event, path string) error {
 		if e.Member != "" {
 			return invalid(path+".member", "does not apply to restart: the whole router restarts")
 		}
+
 	}
 	return nil
 }

@@ -27,9 +27,14 @@ func (w *world) audit() {
 	var sum int64
 	for _, ms := range snap.Members {
 		sum += ms.Active
-		if ms.MaxConcurrency > 0 && ms.Active > ms.MaxConcurrency {
+		mi, known := w.byID[ms.ID]
+		var overhang int64
+		if known {
+			overhang = w.overhang(mi)
+		}
+		if ms.MaxConcurrency > 0 && ms.Active > ms.MaxConcurrency+overhang {
 			inv.CeilingViolations++
-			if mi, ok := w.byID[ms.ID]; ok {
+			if known {
 				w.res.Members[mi].CeilingViolations++
 			}
 		}
@@ -40,9 +45,19 @@ func (w *world) audit() {
 	if sum != snap.Active || snap.Active != w.acct.tierActive {
 		inv.ReconcileViolations++
 	}
-	if snap.MaxConcurrency > 0 && snap.Active > snap.MaxConcurrency {
+	w.tierOverhang = min(w.tierOverhang, max(w.acct.tierActive-w.tierCeiling, 0))
+	if snap.MaxConcurrency > 0 && snap.Active > snap.MaxConcurrency+w.tierOverhang {
 		inv.CeilingViolations++
 	}
+}
+
+// overhang is how many of member mi's leases a lowered ceiling left above it and are still held:
+// a reload cuts no request, so those are not violations. It only shrinks, as leases are released;
+// an admission above the ceiling is counted at admission (admittedReload). Without reloads it is 0.
+func (w *world) overhang(mi int) int64 {
+	m := w.members[mi]
+	m.overhang = min(m.overhang, max(w.acct.active[mi]-m.ceiling, 0))
+	return m.overhang
 }
 
 // auditIntent compares admission's quiesce states with the operator's intent after every action.
@@ -72,7 +87,7 @@ func (w *world) notAdmitted(err error) {
 	switch {
 	case errors.Is(err, admission.ErrQuiesced):
 		d.Quiesced++
-	case errors.Is(err, admission.ErrExhausted) && w.res.TierCeiling > 0 && w.acct.tierActive >= w.res.TierCeiling:
+	case errors.Is(err, admission.ErrExhausted) && w.tierCeiling > 0 && w.acct.tierActive >= w.tierCeiling:
 		d.TierFull++
 		w.res.Invariants.TierCeilingHits++
 	default:

@@ -3,6 +3,7 @@ package sim
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 
 	"github.com/anvil-llm/anvil/router/config"
@@ -56,11 +57,21 @@ func RouterDocument(sc *scenarios.Scenario, strategy string, p Placement) (confi
 // production router would load for the same tier (it marshals to that YAML, see config.Document).
 // The members' host is the endpoints' (virtualHost for the virtual ones).
 func routerDocument(sc *scenarios.Scenario, strategy string, p Placement) config.Document {
+	return generationDocument(sc, sc.Tier.Members, strategy, p)
+}
+
+// generationDocument is routerDocument with the tier's members replaced by members: one generation
+// of a scenario that reloads. A virtual member's endpoint follows its position in AllMembers, so a
+// member keeps its endpoint (its identity) across generations.
+func generationDocument(sc *scenarios.Scenario, members []scenarios.Member, strategy string, p Placement) config.Document {
 	t := sc.Tier
+	t.Members = members
 	endpoints := p.Endpoints
 	host := virtualHost
 	if endpoints == nil {
-		for i := range t.Members {
+		all := sc.AllMembers()
+		for _, m := range t.Members {
+			i := slices.IndexFunc(all, func(o scenarios.Member) bool { return o.ID == m.ID })
 			endpoints = append(endpoints, fmt.Sprintf("http://%s:%d", virtualHost, firstPort+i))
 		}
 	} else if u, err := url.Parse(endpoints[0]); err == nil {
@@ -172,4 +183,29 @@ func buildRouterConfig(sc *scenarios.Scenario, strategy string, ringSize int, in
 		return config.Config{}, fmt.Errorf("sim: scenario %s as a %s router config: %w", sc.Name, strategy, err)
 	}
 	return cfg, nil
+}
+
+// buildGenerations validates the configuration after each of the scenario's reloads with the real
+// config model, as a reload validates the new file completely before anything changes: element i
+// is the configuration reload i makes the router's.
+// digests[i] is generation i's digest (see digestOf), digests[len(configs)] the initial one's.
+func buildGenerations(sc *scenarios.Scenario, strategy string, ringSize int, intentFile string) (configs []config.Config, digests []string, err error) {
+	p := Placement{RingSize: ringSize, IntentFile: intentFile}
+	for i, members := range sc.Generations()[1:] {
+		doc := generationDocument(sc, members, strategy, p)
+		cfg, err := config.Build(doc, config.Sources{LookupEnv: routerEnv})
+		if err != nil {
+			return nil, nil, fmt.Errorf("sim: scenario %s after reload %d as a %s router config: %w", sc.Name, i, strategy, err)
+		}
+		d, err := digestOf(doc)
+		if err != nil {
+			return nil, nil, err
+		}
+		configs, digests = append(configs, cfg), append(digests, d)
+	}
+	d, err := digestOf(routerDocument(sc, strategy, p))
+	if err != nil {
+		return nil, nil, err
+	}
+	return configs, append(digests, d), nil
 }

@@ -31,7 +31,11 @@
 // timers), parse.go (the memoized real request parser), members.go (engines on virtual time, kill
 // and revive, what each member received), telemetry.go (readiness and the pressure core's two
 // virtual workers), ops.go (timed operator actions, drains), restart.go (a router restart on virtual
-// time: in-flight requests cut, the intent file restored from an in-memory file system), audit.go (the T012 invariants and
+// time: in-flight requests cut, the intent file restored from an in-memory file system), reload.go
+// (live configuration reloads through the router's own Next and Publish, the readiness source and
+// the pressure cache following each generation as routing.Followers; each generation validated up
+// front, the sim's books of the ceilings and members in force, the reload audit after every event,
+// and ReloadFault, the wrong reloads the gates must catch), audit.go (the T012 invariants and
 // decision evidence checks), dispatches.go (the member-side one-attempt reconciliation), series.go
 // (lease accounting and timelines), result.go (what a run returns).
 package sim

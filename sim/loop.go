@@ -22,6 +22,7 @@ const (
 	evArrival                  // a request arrives: a = closed-loop client, -1 for the open loop
 	evStop                     // the run's duration is over: no more arrivals
 	evQueueTimeout             // queued request a reached its queue deadline
+	evReload                   // scenario reload a
 )
 
 // Priorities order events within one instant (sim/event's tie rule 2). Lease releases come first,
@@ -54,6 +55,10 @@ func (w *world) start() {
 	for i, a := range w.sc.Events {
 		w.push(a.At, prioAction, ev{kind: evAction, a: int32(i)})
 	}
+	// After the events: an event at a reload's instant happens before it (see scenarios.Reload).
+	for i, r := range w.sc.Reloads {
+		w.push(r.At, prioAction, ev{kind: evReload, a: int32(i)})
+	}
 	if c := w.sc.Workload.Closed; c != nil {
 		for i := range c.Clients {
 			w.push(0, prioArrival, ev{kind: evArrival, a: int32(i)})
@@ -81,6 +86,9 @@ func (w *world) loop() {
 		w.now = it.At
 		w.events++
 		w.dispatch(it.Value)
+		if w.reloading() {
+			w.auditReload()
+		}
 		if w.opts.Progress != nil && w.now >= w.progress {
 			w.opts.Progress(min(w.now, w.sc.Duration), w.sc.Duration)
 			w.progress = w.now + w.sc.Duration/100
@@ -115,6 +123,8 @@ func (w *world) dispatch(e ev) {
 		w.arrive(int(e.a))
 	case evQueueTimeout:
 		w.queueTimeout(int(e.a))
+	case evReload:
+		w.reload(int(e.a))
 	case evStop:
 		w.arrivals = false
 	}
@@ -134,6 +144,9 @@ func (w *world) finish() *Result {
 		m.collect(&r.Members[i])
 	}
 	w.checkDispatches()
+	if w.reloading() {
+		w.finishReloads()
+	}
 	if w.press != nil {
 		w.press.core.Close()
 	}

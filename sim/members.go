@@ -30,23 +30,39 @@ type member struct {
 	engines  int              // engines created (for distinct jitter seeds)
 	slow     float64          // the slow action's factor on top of the profile's step scale
 	seedBase uint64
+
+	// Reloads. configured: the configuration in force names the member (initial members from the
+	// start; added ones from their reload; removed ones no longer). The other fields are the sim's
+	// own books for the reload gates; times are -1 until they happen.
+	configured bool
+	removed    bool
+	addedAt    time.Duration // the reload that added the member
+	readyAt    time.Duration // the first probe that found it ready
+	firstAdmit time.Duration // its first admission
+	overhang   int64         // leases above a lowered ceiling not yet released (see audit)
 }
 
-// buildMembers creates one engine per configured member, in the scenario's member order.
+// buildMembers creates one virtual member per member the scenario ever configures, in AllMembers
+// order: an engine now for the tier's members, at its reload for an added one. Every member draws
+// its engine seed here, so added members never shift the seeds of the others.
 func (w *world) buildMembers() error {
-	for i, sm := range w.sc.Tier.Members {
-		cm, ok := w.tier.Member(sm.ID)
-		if !ok {
-			return fmt.Errorf("sim: config lost member %q", sm.ID)
-		}
+	initial := len(w.sc.Tier.Members)
+	for i, sm := range w.sc.AllMembers() {
 		p, err := profile.Lookup(sm.Profile)
 		if err != nil {
 			return err
 		}
-		m := &member{idx: i, id: sm.ID, ceiling: cm.MaxConcurrency, spec: sm, prof: p, slow: 1,
-			seedBase: w.streams.Engines.Uint64()}
-		if err := m.newEngine(0); err != nil {
-			return err
+		m := &member{idx: i, id: sm.ID, ceiling: sm.MaxConcurrency, spec: sm, prof: p, slow: 1,
+			seedBase: w.streams.Engines.Uint64(), addedAt: -1, readyAt: -1, firstAdmit: -1}
+		if i < initial {
+			cm, ok := w.tier.Member(sm.ID)
+			if !ok {
+				return fmt.Errorf("sim: config lost member %q", sm.ID)
+			}
+			m.ceiling, m.configured = cm.MaxConcurrency, true
+			if err := m.newEngine(0); err != nil {
+				return err
+			}
 		}
 		w.members = append(w.members, m)
 		w.byID[sm.ID] = i

@@ -47,6 +47,16 @@ func (w *world) retryQueue() {
 		if errors.Is(err, routing.ErrQueued) {
 			return
 		}
+		if errors.Is(err, routing.ErrSuperseded) {
+			// A reload published a new generation while the request waited: it keeps its place and
+			// walks again under the generation in force, as the server's handler does.
+			if w.queue[0].tier, err = w.rebase(int(head.id), head.shape); err == nil {
+				continue
+			}
+			w.queue = w.queue[1:]
+			w.refusedResolve(int(head.id), err)
+			continue
+		}
 		w.queue = w.queue[1:]
 		w.admitted(int(head.id), target, err, head.shape)
 	}
@@ -63,6 +73,13 @@ func (w *world) queueTimeout(id int) {
 	w.queue = slices.Delete(w.queue, i, i+1)
 	at := w.attempts.get(w.reqs[id].attempt)
 	target, err := at.Admit(q.tier, w.at(w.now))
+	if errors.Is(err, routing.ErrSuperseded) {
+		if q.tier, err = w.rebase(id, q.shape); err != nil {
+			w.refusedResolve(id, err)
+			return
+		}
+		target, err = at.Admit(q.tier, w.at(w.now))
+	}
 	if errors.Is(err, routing.ErrQueued) {
 		// Unreachable: at its deadline the walk refuses. Keep the books whole regardless.
 		w.queue = slices.Insert(w.queue, i, q)
@@ -72,4 +89,17 @@ func (w *world) queueTimeout(id int) {
 		w.res.Queue.Timeouts++
 	}
 	w.admitted(id, target, err, q.shape)
+}
+
+// rebase moves a queued request's walk onto the generation in force after Admit answered
+// ErrSuperseded, and resolves it again there: the server's handler does the same with the same body.
+func (w *world) rebase(id int, sh scenarios.Shape) (config.Tier, error) {
+	w.reloads.audit.Rebased++
+	at := w.attempts.get(w.reqs[id].attempt)
+	at.Rebase(w.router)
+	req, err := w.parsed.request(sh.Prompt, sh.Output, sh.Stream)
+	if err != nil {
+		return config.Tier{}, err
+	}
+	return at.Resolve(req)
 }

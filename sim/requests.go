@@ -75,10 +75,16 @@ func (w *world) arrive(client int) {
 			return
 		}
 	}
+	w.refusedResolve(id, err)
+}
+
+// refusedResolve ends a request the parser or the gates refused (404 for an unknown alias).
+func (w *world) refusedResolve(id int, err error) {
 	status := 400
 	if errors.Is(err, routing.ErrUnknownAlias) {
 		status = 404
 	}
+	w.refusedReload(false)
 	w.settle(id, decisionlog.OutcomeRefused, status)
 }
 
@@ -104,6 +110,7 @@ func (w *world) admitted(id int, target routing.Target, err error, sh scenarios.
 	}
 	if err != nil {
 		w.notAdmitted(err)
+		w.refusedReload(errors.Is(err, admission.ErrQuiesced))
 		status := 503
 		if !errors.Is(err, admission.ErrQuiesced) && !errors.Is(err, admission.ErrExhausted) &&
 			!errors.Is(err, routing.ErrShuttingDown) {
@@ -122,6 +129,7 @@ func (w *world) admitted(id int, target routing.Target, err error, sh scenarios.
 	w.auditDecision(w.attempts.get(rs.attempt), target.Member)
 	w.auditScope(mi)
 	w.acct.change(w.now, mi, +1)
+	w.admittedReload(mi)
 	w.audit()
 	w.dispatch1(id, m, sh)
 }

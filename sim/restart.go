@@ -112,12 +112,13 @@ func (w *world) restart() error {
 		source = w.press
 	}
 	var err error
-	if w.router, err = routing.New(w.cfg, &w.ready, source, w.router.Decisions(), routing.WithHealthEvents(w.healthEvent)); err != nil {
+	// The new process loads the file as it is now: after reloads, the generation in force.
+	if w.router, err = routing.New(w.cfg, &w.ready, source, w.router.Decisions(), w.routerOptions()...); err != nil {
 		return err
 	}
 	w.sick = 0 // the new process starts with every member healthy
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
-	w.ready = newReadiness(w.tier)
+	w.ready = newReadiness(w.tier, w.sc.AllMembers())
 	w.refreshReadiness()
 
 	restored, err := w.openIntent()

@@ -30,6 +30,8 @@ type Result struct {
 	Drains      []Drain
 	Actions     []Action  // timed scenario events as applied
 	Restarts    []Restart // router restarts, in order
+	Reloads     []Reload  // live configuration reloads, in order
+	ReloadAudit ReloadAudit
 	Series      Series
 	DecisionLog decisionlog.Stats
 	Queue       QueueStats

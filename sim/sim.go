@@ -37,6 +37,9 @@ type Options struct {
 	// a restart forgets it: a scenario's restart gates must fail then (see the restart-intent
 	// scenario's test).
 	NoIntentFile bool
+	// ReloadFault breaks the reload on purpose (see ReloadFault): a scenario's reload gates must
+	// fail then.
+	ReloadFault ReloadFault
 }
 
 // ErrScenario is wrapped by Run's errors about a scenario the real router code refuses.
@@ -109,6 +112,11 @@ type world struct {
 	views       []memberView  // scratch for the evidence audit
 	oldest      int           // no request before this index is active (a lower bound, advanced lazily)
 	progress    time.Duration // next virtual time to report progress at
+	// The configuration in force: the tier's effective ceiling and the leases above it that a
+	// reload's lowered ceilings left (see audit); the reloads' own books.
+	tierCeiling  int64
+	tierOverhang int64
+	reloads      reloadState
 }
 
 func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
@@ -129,6 +137,14 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	}
 	w := &world{sc: sc, strategy: strategy, opts: opts, cfg: cfg, byID: map[string]int{}}
 	w.tier, _ = cfg.Tier(sc.Tier.ID)
+	w.tierCeiling = w.tier.EffectiveMaxConcurrency()
+	w.reloads.first = -1
+	if len(sc.Reloads) > 0 {
+		w.reloads.first = sc.Reloads[0].At
+		if w.reloads.gens, w.reloads.digests, err = buildGenerations(sc, strategy, opts.RingSize, intentFile); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrScenario, err)
+		}
+	}
 	w.streams = scenarios.NewStreams(sc.Seed)
 	w.gen = scenarios.NewGenerator(sc.Workload, w.streams)
 	if err := w.buildRouter(); err != nil {
@@ -164,19 +180,59 @@ func (w *world) buildRouter() error {
 		}
 		source = w.press
 	}
-	w.ready = newReadiness(w.tier)
+	w.ready = newReadiness(w.tier, w.sc.AllMembers())
 	// As the server does: every record goes through Log.Add's validation, and capacity evidence is
 	// checked against the configured membership and ceilings before it is stored.
 	dlog, err := routing.NewDecisionLog(w.cfg, w.opts.Decisions)
 	if err != nil {
 		return err
 	}
-	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, routing.WithHealthEvents(w.healthEvent)); err != nil {
+	if w.reloading() {
+		w.reloads.digest = w.reloads.digests[len(w.reloads.gens)]
+	}
+	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, w.routerOptions()...); err != nil {
 		return err
 	}
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
 	_, err = w.openIntent()
 	return err
+}
+
+// routerOptions are the options of a router the sim builds with routing.New. A router that reloads
+// has its file's digest and the readiness source and the pressure cache as followers of every
+// generation, as the server registers them; a router that does not gets exactly what it always got.
+func (w *world) routerOptions() []routing.Option {
+	opts := []routing.Option{routing.WithHealthEvents(w.healthEvent)}
+	if w.reloading() {
+		followers := []routing.Follower{readinessFollower{w}}
+		if w.press != nil {
+			followers = append(followers, w.press)
+		}
+		opts = append(opts, routing.WithDigest(w.reloads.digest), routing.WithFollowers(followers...))
+	}
+	return opts
+}
+
+// buildRouterKeepingLog builds a new router for w.cfg around the running one's decision log, the
+// readiness source and the telemetry, as a process that rebuilt everything would.
+func (w *world) buildRouterKeepingLog() error {
+	var source routing.PressureSource
+	if w.press != nil {
+		gen := w.press.gen + 1
+		var err error
+		if w.press, err = newTelemetry(w, routing.PressureSpecs(w.cfg)); err != nil {
+			return err
+		}
+		w.press.gen = gen // scrapes of the old core complete into nothing
+		source = w.press
+	}
+	r, err := routing.New(w.cfg, &w.ready, source, w.router.Decisions(), routing.WithHealthEvents(w.healthEvent))
+	if err != nil {
+		return err
+	}
+	w.router = r
+	w.adm, _ = r.Admission().Tier(w.tier.ID)
+	return nil
 }
 
 func (w *world) newResult() *Result {

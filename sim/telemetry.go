@@ -1,31 +1,68 @@
 package sim
 
 import (
+	"fmt"
+	"slices"
 	"time"
 
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/scenarios"
 )
 
 // readiness is the sim's routing.ReadinessSource: the latest completed probe verdict per member.
-// A probe sees a member ready exactly when its engine is alive (a killed engine fails /health).
+// A probe sees a member ready exactly when its engine is alive (a killed engine fails /health) and
+// the configuration in force names it: ids and ready cover every member the scenario ever configures
+// (see scenarios.Scenario.AllMembers), the snapshot only the configured ones.
 type readiness struct {
 	tier  string
 	ids   []string
 	ready []bool
+	in    []bool // configured in the generation in force (the prober's targets)
 	snap  map[string]bool
 }
 
-func newReadiness(t config.Tier) readiness {
+func newReadiness(t config.Tier, all []scenarios.Member) readiness {
 	r := readiness{tier: t.ID, snap: map[string]bool{}}
-	for _, m := range t.Members {
+	for _, m := range all {
 		r.ids = append(r.ids, m.ID)
 		r.ready = append(r.ready, false) // unprobed: not ready
+		_, in := t.Member(m.ID)
+		r.in = append(r.in, in)
+	}
+	for _, m := range t.Members {
 		r.snap[m.ID] = false
 	}
 	return r
+}
+
+// readinessFollower is the readiness source's part of a reload (a routing.Follower), as the
+// server's prober is retargeted: a member that stays keeps its verdict, a new one is unready until a
+// probe finds it ready, one that left is no longer probed or listed.
+type readinessFollower struct{ w *world }
+
+// Stage works out the next generation's probe targets; the commit brings them into force.
+func (f readinessFollower) Stage(cfg config.Config) (func(), error) {
+	tier, ok := cfg.Tier(f.w.sc.Tier.ID)
+	if !ok {
+		return nil, fmt.Errorf("sim: the next generation lost tier %q", f.w.sc.Tier.ID)
+	}
+	r := &f.w.ready
+	in := make([]bool, len(r.ids))
+	for i, id := range r.ids {
+		_, in[i] = tier.Member(id)
+	}
+	return func() {
+		for i := range r.ids {
+			if in[i] != r.in[i] {
+				r.ready[i] = false // a new target is unprobed; a former one is no longer ready
+			}
+		}
+		r.in = in
+		f.w.publishReadiness()
+	}, nil
 }
 
 // Snapshot returns the completed verdicts. The map is rebuilt only when a probe changes a verdict
@@ -52,18 +89,32 @@ func (w *world) probe() {
 	}
 }
 
-// refreshReadiness records every member's verdict now: ready exactly when its engine is alive.
+// refreshReadiness records every member's verdict now: ready exactly when its engine is alive and
+// it is configured in the generation in force. A member added by a reload turns ready here, at the
+// first probe after it.
 func (w *world) refreshReadiness() {
 	r := &w.ready
 	changed := false
 	for i, m := range w.members {
-		if r.ready[i] != m.alive {
-			r.ready[i], changed = m.alive, true
+		if want := m.alive && r.in[i] && w.probes(i); r.ready[i] != want {
+			r.ready[i], changed = want, true
+			if want && m.readyAt < 0 {
+				m.readyAt = w.now
+			}
 		}
 	}
 	if changed {
-		r.snap = make(map[string]bool, len(r.ids))
-		for i, id := range r.ids {
+		w.publishReadiness()
+	}
+}
+
+// publishReadiness rebuilds the snapshot handed to the router from the verdicts of the configured
+// members.
+func (w *world) publishReadiness() {
+	r := &w.ready
+	r.snap = make(map[string]bool, len(r.ids))
+	for i, id := range r.ids {
+		if r.in[i] {
 			r.snap[id] = r.ready[i]
 		}
 	}
@@ -78,6 +129,9 @@ type telemetry struct {
 	core    *pressure.Core
 	workers [2]worker
 	held    []heldSample // per member: what the core published last, mirrored for the audit
+	// capacity is each member's ceiling in the core in force (0: not a member of it), so a reload
+	// knows which samples the next core adopts.
+	capacity []int64
 }
 
 // heldSample is the sim's own copy of the sample the pressure core holds for a member, kept by the
@@ -95,6 +149,7 @@ type heldSample struct {
 
 type worker struct {
 	busy   bool
+	stale  bool // the job is a replaced core's: its completion lands in nothing
 	job    pressure.Job
 	member int
 	class  pressure.Class
@@ -107,7 +162,17 @@ func newTelemetry(w *world, specs []pressure.TierSpec) (*telemetry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &telemetry{w: w, core: core, held: make([]heldSample, core.Members())}, nil
+	t := &telemetry{w: w, core: core, held: make([]heldSample, max(core.Members(), len(w.sc.AllMembers())))}
+	t.capacity = make([]int64, len(t.held))
+	all := w.sc.AllMembers()
+	for _, ts := range specs {
+		for _, m := range ts.Members {
+			if i := slices.IndexFunc(all, func(o scenarios.Member) bool { return o.ID == m.ID }); i >= 0 {
+				t.capacity[i] = m.Capacity
+			}
+		}
+	}
+	return t, nil
 }
 
 // Snapshot is the routing.PressureSource: the core's snapshot at virtual now, which also queues
@@ -222,7 +287,9 @@ func (t *telemetry) scrapeDone(wi int, gen uint32) {
 		st.Overdue++
 		held.class = pressure.ClassFailed
 	}
-	t.held[wk.member] = held
+	if !wk.stale {
+		t.held[wk.member] = held
+	}
 	st.Completed[class]++
 	w.res.Members[wk.member].Scrapes[class]++
 	st.WorkerBusy[wi] += w.now - wk.since
@@ -240,7 +307,7 @@ func (t *telemetry) scrapeDone(wi int, gen uint32) {
 func (t *telemetry) expected(mi int, now time.Duration) (scheduler.Freshness, int64) {
 	for i := range t.workers {
 		wk := &t.workers[i]
-		if wk.busy && wk.member == mi && now-wk.since > pressure.FetchTimeout {
+		if wk.busy && !wk.stale && wk.member == mi && now-wk.since > pressure.FetchTimeout {
 			return scheduler.FreshnessFailed, 0
 		}
 	}
@@ -264,5 +331,51 @@ func (t *telemetry) expected(mi int, now time.Duration) (scheduler.Freshness, in
 	return scheduler.FreshnessFresh, max(req, kv)
 }
 
+// Stage is the pressure cache's part of a reload (a routing.Follower), as the server's scrape cache
+// stages it: a new core for the next generation's capacity tiers; the commit adopts the running
+// core's samples by identity (pressure.Core.Adopt) and swaps it in. The sim's mirror of the held
+// samples follows the documented rule: a member keeps its sample only while its endpoint, served
+// model and ceiling stay; a scrape still running completes into nothing.
+func (t *telemetry) Stage(cfg config.Config) (func(), error) {
+	specs := routing.PressureSpecs(cfg)
+	next, err := pressure.NewCore(specs)
+	if err != nil {
+		return nil, err
+	}
+	keep := make([]bool, len(t.held))
+	for _, ts := range specs {
+		for _, m := range ts.Members {
+			if mi, ok := t.w.byID[m.ID]; ok && mi < len(t.capacity) && t.capacity[mi] == m.Capacity && t.capacity[mi] > 0 {
+				keep[mi] = true // the virtual endpoint and served model never change
+			}
+		}
+	}
+	return func() {
+		next.Adopt(t.core)
+		t.core = next
+		for mi := range t.held {
+			if !keep[mi] {
+				t.held[mi] = heldSample{}
+			}
+			t.capacity[mi] = 0
+		}
+		for _, ts := range specs {
+			for _, m := range ts.Members {
+				t.capacity[t.w.byID[m.ID]] = m.Capacity
+			}
+		}
+		for i := range t.workers {
+			if t.workers[i].busy {
+				t.workers[i].stale = true
+			}
+		}
+	}, nil
+}
+
 // ceilDiv is ceil(a/b) for a >= 0, b > 0.
 func ceilDiv(a, b int64) int64 { return (a + b - 1) / b }
+
+// probes reports whether the prober probes member i (ReloadFaultNoProbe: never an added member).
+func (w *world) probes(i int) bool {
+	return w.opts.ReloadFault != ReloadFaultNoProbe || w.members[i].addedAt < 0
+}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -20,6 +19,7 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/intent"
+	"github.com/anvil-llm/anvil/router/listen"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -87,21 +87,31 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
-	srv, err := server.New(cfg, server.Options{Logger: log, ConfigPath: f.config, ConfigDigest: digest, Load: reload})
+	// The sockets systemd holds (socket activation) come first, so a restart refuses no connection.
+	lns, err := listen.Open(ctx, listen.Addrs{API: cfg.Listen(), Metrics: cfg.Metrics().Listen})
+	if errors.Is(err, listen.ErrActivation) {
+		return cmdline.UsageError{Err: err}
+	}
+	if err != nil {
+		return err
+	}
+	if len(lns.Activated) > 0 {
+		log.Info("socket activation", "sockets", lns.Activated)
+	}
+	srv, err := server.New(cfg, server.Options{Logger: log, MetricsListener: lns.Metrics,
+		ConfigPath: f.config, ConfigDigest: digest, Load: reload})
+	if err != nil {
+		_ = lns.Close()
+	}
 	if errors.Is(err, intent.ErrInvalid) {
 		return cmdline.UsageError{Err: err} // a malformed intent file is refused like a malformed config
 	}
 	if err != nil {
 		return err
 	}
-	ln, err := net.Listen("tcp", cfg.Listen())
-	if err != nil {
-		_ = srv.Close()
-		return fmt.Errorf("listen: %w", err)
-	}
 	stopHUP := reloadOnHUP(ctx, srv)
 	defer stopHUP()
-	return srv.Serve(ctx, ln)
+	return srv.Serve(ctx, lns.API)
 }
 
 // fileLoader reads and validates the config file with the startup rules (the same environment

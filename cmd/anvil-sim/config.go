@@ -45,6 +45,9 @@ ANVIL_API_TOKEN, as the simulator's virtual router does.`,
 			var buf bytes.Buffer
 			fmt.Fprintf(&buf, "# anvil-router configuration of scenario %s under %s, as anvil-sim runs it (anvil-sim config).\n", sc.Name, strategy)
 			buf.WriteString("# The caller token comes from ANVIL_API_TOKEN.\n")
+			if n := len(sc.Reloads); n > 0 {
+				fmt.Fprintf(&buf, "# This is the configuration before the scenario's %d reloads (see its reloads:).\n", n)
+			}
 			enc := yaml.NewEncoder(&buf)
 			enc.SetIndent(2)
 			if err := enc.Encode(doc); err != nil {

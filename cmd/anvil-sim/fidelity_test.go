@@ -143,6 +143,12 @@ func TestConfigIsTheSimulatorsRouterConfig(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, out, "replica_strategy: capacity", "the tier's own strategy by default")
 	assert.Contains(t, out, "endpoint: http://127.0.0.1:20000", "the virtual members by default")
+	assert.NotContains(t, out, "reloads")
+
+	code, out, _ = runCLI(t, "config", "live-reload")
+	require.Equal(t, 0, code)
+	assert.Contains(t, out, "# This is the configuration before the scenario's 3 reloads", "a reloading scenario says which generation it prints")
+	assert.NotContains(t, out, "vllm-4", "the member its second reload adds")
 
 	for _, c := range []struct {
 		args []string

@@ -32,6 +32,7 @@ const (
 	Spread    Invariant = "spread"    // at most one pod per host
 	Service   Invariant = "service"   // the Service, the headless Service and the PodDisruptionBudget
 	Monitor   Invariant = "monitor"   // the ServiceMonitor scrapes /metrics with the admin token
+	Reload    Invariant = "reload"    // a config change reaches the running router without rolling the pod
 )
 
 // Problem is one way the manifests break an invariant.
@@ -100,6 +101,7 @@ func Check(ctx context.Context, s *Set, r Router) []Problem {
 	c.spread()
 	c.services()
 	c.monitors()
+	c.reload()
 	return c.problems
 }
 
@@ -150,7 +152,7 @@ func (c *checker) config(ctx context.Context) {
 		c.bad(Config, "%s is not on a ConfigMap volume", file)
 		return
 	}
-	rel := strings.TrimPrefix(file, strings.TrimSuffix(mount.MountPath, "/")+"/")
+	rel := volumePath(mount, file)
 	key := rel
 	if len(vol.ConfigMap.Items) > 0 {
 		key = ""
@@ -311,7 +313,8 @@ func (c *checker) mountOf(ctr *corev1.Container, file string) (*corev1.VolumeMou
 	for i := range ctr.VolumeMounts {
 		m := &ctr.VolumeMounts[i]
 		dir := strings.TrimSuffix(m.MountPath, "/")
-		if strings.HasPrefix(path.Clean(file), dir+"/") && (best == nil || len(dir) > len(best.MountPath)) {
+		holds := strings.HasPrefix(path.Clean(file), dir+"/") || path.Clean(file) == dir // a subPath mounts one file
+		if holds && (best == nil || len(dir) > len(best.MountPath)) {
 			best = m
 		}
 	}
@@ -324,6 +327,15 @@ func (c *checker) mountOf(ctr *corev1.Container, file string) (*corev1.VolumeMou
 		}
 	}
 	return best, nil
+}
+
+// volumePath is where file, seen through mount, lies inside the mount's volume.
+func volumePath(mount *corev1.VolumeMount, file string) string {
+	rest := strings.TrimPrefix(strings.TrimPrefix(path.Clean(file), strings.TrimSuffix(mount.MountPath, "/")), "/")
+	if mount.SubPath == "" {
+		return rest
+	}
+	return path.Join(mount.SubPath, rest)
 }
 
 // portOf resolves a probe's or Service's target port against a container's declared ports.

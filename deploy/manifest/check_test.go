@@ -2,6 +2,8 @@ package manifest
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"os"
 	"path/filepath"
 	"slices"
@@ -282,6 +284,31 @@ func TestPlantedErrorsFailExactlyTheirInvariant(t *testing.T) {
 		}, Service},
 		{"no PodDisruptionBudget", func(s *Set) { s.Budgets = nil }, Service},
 		{"PodDisruptionBudget that blocks every drain", func(s *Set) { s.Budgets[0].Spec.MaxUnavailable = ptr(intstr.FromInt32(0)) }, Service},
+
+		{"config under a generated (hashed) name", func(s *Set) {
+			s.ConfigMaps[0].Name = "anvil-router-config-7m2c8k4f9d"
+			for i := range pod(s).Volumes {
+				if v := &pod(s).Volumes[i]; v.ConfigMap != nil {
+					v.ConfigMap.Name = s.ConfigMaps[0].Name
+				}
+			}
+		}, Reload},
+		{"config mounted by subPath", func(s *Set) {
+			m := mount(container(s, "anvil"), "config")
+			m.MountPath, m.SubPath = "/etc/anvil/config/router.yaml", "router.yaml"
+		}, Reload},
+		{"router without --watch", func(s *Set) {
+			container(s, "anvil").Args = []string{"serve", "--config", "/etc/anvil/config/router.yaml"}
+		}, Reload},
+		{"--watch turned off again", func(s *Set) {
+			a := container(s, "anvil")
+			a.Args = append(a.Args, "--watch=false")
+		}, Reload},
+		{"immutable config", func(s *Set) { s.ConfigMaps[0].Immutable = ptr(true) }, Reload},
+		{"a checksum annotation rolls the pod on every edit", func(s *Set) {
+			sum := sha256.Sum256([]byte(s.ConfigMaps[0].Data["router.yaml"]))
+			s.StatefulSets[0].Spec.Template.Annotations = map[string]string{"checksum/config": hex.EncodeToString(sum[:])}
+		}, Reload},
 
 		{"a second StatefulSet", func(s *Set) { s.StatefulSets = append(s.StatefulSets, s.StatefulSets[0].DeepCopy()) }, Shape},
 		{"an unknown sidecar", func(s *Set) {

@@ -114,6 +114,7 @@ func metrics(run *Run, windows []scenarios.Window, res *sim.Result) []Metric {
 	queueMetrics(&m, run.Queue)
 	windowMetrics(&m, windows, res)
 	restartMetrics(&m, run)
+	reloadMetrics(&m, run)
 	actionErrors := 0
 	for _, a := range run.Actions {
 		if a.Error != "" {

@@ -218,6 +218,15 @@ func (run *Run) renderEvents(w *writer) {
 		}
 		w.table(t)
 	}
+	if t := reloadTable(run); t != nil {
+		w.table(t)
+		a := run.ReloadAudit
+		w.para(fmt.Sprintf("Reload audit: %d snapshots, one after every event; tier != sum of members %d, admission != the configuration in force %d, "+
+			"admissions above the ceiling in force %d, to an unready added member %d, to a removed member %d; refusals after the first reload %d; "+
+			"added members late %d (first admission at most %.3f s after its reload); queued requests rebased onto a new generation %d.",
+			a.Checks, a.ReconcileViolations, a.ConfigMismatches, a.CeilingAdmitViolations, a.AdmittedUnready, a.AdmittedRemoved,
+			a.Refused, a.AddedLate, a.AddedFirstAdmitMaxS, a.Rebased))
+	}
 	if len(run.Drains) > 0 {
 		t := &table{head: []string{"drain", "start (s)", "end (s)", "result", "waited for", "of those failed", "others active at end"}, left: 1}
 		for _, d := range run.Drains {

@@ -47,7 +47,10 @@ type Run struct {
 	Drains     []Drain         `json:"drains,omitempty"`
 	Actions    []Action        `json:"actions,omitempty"`
 	Restarts   []Restart       `json:"restarts,omitempty"`
-	Metrics    []Metric        `json:"metrics"` // every gate-able number, sorted by name
+	Reloads    []Reload        `json:"reloads,omitempty"`
+	// ReloadAudit is present for a scenario with reloads only.
+	ReloadAudit *ReloadAudit `json:"reload_audit,omitempty"`
+	Metrics     []Metric     `json:"metrics"` // every gate-able number, sorted by name
 
 	e2e    sample // sorted after Build: the CDF plot reads it
 	ttft   sample
@@ -133,6 +136,7 @@ func buildRun(sc *scenarios.Scenario, res *sim.Result) Run {
 	run.Telemetry = telemetry(res.Telemetry)
 	run.Health = healthOf(res)
 	run.Queue = admissionQueue(sc, res)
+	run.Reloads, run.ReloadAudit = reloads(res)
 	run.Metrics = metrics(&run, sc.Windows, res)
 	return run
 }

@@ -14,8 +14,11 @@ import (
 func Names(sc *scenarios.Scenario) []string {
 	res := &sim.Result{Scenario: sc.Name, Strategy: sc.Tier.Strategy, Seed: sc.Seed, Duration: sc.Duration,
 		TierID: sc.Tier.ID}
-	for _, m := range sc.Tier.Members {
+	for _, m := range sc.AllMembers() {
 		res.Members = append(res.Members, sim.MemberResult{ID: m.ID, Ceiling: m.MaxConcurrency})
+	}
+	for _, r := range sc.Reloads {
+		res.Reloads = append(res.Reloads, sim.Reload{At: r.At}) // a reloading run carries reload metrics
 	}
 	for _, e := range sc.Events {
 		if e.Action == scenarios.ActionRestart {
