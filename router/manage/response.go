@@ -30,6 +30,7 @@ type Member struct {
 	State          string `json:"state"`
 	Reason         string `json:"reason,omitempty"`
 	Draining       bool   `json:"draining"`
+	Retiring       bool   `json:"retiring,omitempty"` // left the configuration in a reload; still holds leases or waiters
 	Active         int64  `json:"active_requests"`
 	MaxConcurrency int64  `json:"max_concurrency"`
 }
@@ -46,7 +47,7 @@ type TierView[M any] struct {
 	State          string `json:"state"`
 	Reason         string `json:"reason,omitempty"`
 	Draining       bool   `json:"draining"`
-	Retiring       bool   `json:"retiring,omitempty"` // views only: a tier a reload removed that still holds leases
+	Retiring       bool   `json:"retiring,omitempty"` // left the configuration in a reload; still holds leases or waiters
 	Active         int64  `json:"active_requests"`
 	MaxConcurrency int64  `json:"max_concurrency"`
 	Released       uint64 `json:"released"`

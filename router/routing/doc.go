@@ -14,10 +14,10 @@
 //
 //   - walk.go: Attempt.
 //   - router.go: Router (aliases, admission, the snapshot sources, the decision log), Resolve, admit.
-//   - health.go: passive health applied to each readiness snapshot.
 //   - generation.go: a Router is one configuration generation; Next builds the next over the same
 //     live state (admission, passive health, followers such as readiness and pressure), Publish
 //     brings it into force, and an admission racing it retries under the generation in force.
+//   - health.go: passive health applied to each readiness snapshot.
 //   - plan.go: the one place a config becomes admission specs, pressure specs and the decision log's
 //     membership.
 package routing
