@@ -111,7 +111,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 		log.Info("socket activation", "sockets", lns.Activated)
 	}
 	srv, err := server.New(cfg, server.Options{Logger: log, MetricsListener: lns.Metrics, ConfigPath: f.config,
-		ConfigDigest: loaded.Digest, Load: sourceLoader(src), Diff: server.ConfigDiff})
+		ConfigDigest: loaded.Digest, Load: sourceLoader(src)})
 	if err != nil {
 		_ = lns.Close()
 	}

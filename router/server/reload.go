@@ -20,22 +20,13 @@ import (
 // Live reload. Reload is the one entry point: SIGHUP, POST /admin/v1/config/reload and any watcher
 // all end here (through ReloadFile, which first reads the file with Options.Load). A reload is
 // serialized with other reloads, never with requests: it builds and validates the next generation
-// completely (the DiffFunc hook's refusals, the TLS files, admission, passive health, readiness and
-// pressure staged), then publishes it in one step per piece and swaps the server's generation
-// pointer. A refused reload changes nothing.
+// completely (config.RestartRequired's refusal, the TLS files, admission, passive health, readiness
+// and pressure staged), then publishes it in one step per piece and swaps the server's generation
+// pointer. A refused reload changes nothing. The changes it answers and records are config.Diff's
+// lines: key paths, list entries by ID, never a secret, endpoint or path value.
 
 // ErrReloadRefused wraps every refusal of a reload: the running configuration keeps serving.
 var ErrReloadRefused = errors.New("server: reload refused")
-
-// ErrRestartRequired is the refusal of a change that only a restart applies. Its text names the
-// key: "<key>: restart required".
-var ErrRestartRequired = errors.New("restart required")
-
-// DiffFunc is the reload hook the configuration diff plugs into: it lists the changes from running
-// to next, by key path, for the answer and GET /admin/v1/config, and refuses (wrapping
-// ErrRestartRequired, naming the key) a change that cannot be applied live. Options.Diff nil uses
-// restartRequired alone, with no list of changes.
-type DiffFunc func(running, next config.Config) (changes []string, err error)
 
 // LoadFunc reads and validates the config file with exactly the rules of startup and returns it
 // with its digest (sha256 hex of the bytes it parsed). Errors carry the configuration error's text,
@@ -78,7 +69,7 @@ var errNoConfigFile = errors.New("the router was not started from a config file"
 
 func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest string) (manage.ReloadResponse, error) {
 	cur := s.current()
-	if digest != "" && digest == cur.digest && s.sameFiles(cur.cfg, cfg) {
+	if digest != "" && digest == cur.digest && sameFiles(cur.cfg, cfg) {
 		// The file is the same, but its certificate files may have been rotated under it: they are
 		// re-read on every reload.
 		cert, err := loadCertificate(cfg.TLS())
@@ -111,13 +102,7 @@ func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest str
 // loaded (config.Diff lists no change): the config file's digest alone cannot tell that a token file
 // was rotated under it, and such a reload must apply (serve --watch polls those files for exactly
 // that). The certificate is re-read by every reload anyway, an unchanged one included.
-func (s *Server) sameFiles(running, next config.Config) bool {
-	if s.opts.Diff == nil {
-		return true
-	}
-	changes, err := s.opts.Diff(running, next)
-	return err == nil && len(changes) == 0
-}
+func sameFiles(running, next config.Config) bool { return len(config.Diff(running, next)) == 0 }
 
 // prepare builds and validates the next generation without changing anything; commit applies the
 // server-level parts (the body budget, the certificate, a new pressure cache) once it is published.
@@ -125,19 +110,10 @@ func (s *Server) prepare(ctx context.Context, cur *generation, cfg config.Config
 	if err := ctx.Err(); err != nil {
 		return nil, nil, nil, err
 	}
-	changes := []string{}
-	if s.opts.Diff != nil {
-		var err error
-		if changes, err = s.opts.Diff(cur.cfg, cfg); err != nil {
-			return nil, nil, nil, err
-		}
-		if changes == nil {
-			changes = []string{}
-		}
-	}
-	if err := restartRequired(cur.cfg, cfg); err != nil {
+	if err := config.RestartRequired(cur.cfg, cfg); err != nil {
 		return nil, nil, nil, err
 	}
+	changes := diffLines(cur.cfg, cfg)
 	cert, err := loadCertificate(cfg.TLS())
 	if err != nil {
 		return nil, nil, nil, err
@@ -172,32 +148,15 @@ func (s *Server) prepare(ctx context.Context, cur *generation, cfg config.Config
 	return s.newGeneration(cfg, digest, router, client, cache), changes, commit, nil
 }
 
-// restartRequired refuses the changes this router cannot apply live: the listen addresses (the
-// listeners are bound), whether TLS is on, intent_file (its store is open and restored), the
-// decision log's file and ring (the sink's file is open; the ring is sized once) and the log's
-// format and level (the logger is built once, before the server). The DiffFunc hook
-// may refuse more, never less.
-func restartRequired(running, next config.Config) error {
-	type check struct {
-		key string
-		eq  bool
+// diffLines is config.Diff as the answer and GET /admin/v1/config carry it: one line a change, an
+// empty list (never null) when nothing but the digest changed.
+func diffLines(running, next config.Config) []string {
+	changes := config.Diff(running, next)
+	out := make([]string, len(changes))
+	for i, c := range changes {
+		out[i] = c.String()
 	}
-	rd, nd := running.DecisionLog(), next.DecisionLog()
-	for _, c := range []check{
-		{"listen", running.Listen() == next.Listen()},
-		{"metrics.listen", running.Metrics().Listen == next.Metrics().Listen},
-		{"tls", running.TLS().Enabled() == next.TLS().Enabled()},
-		{"intent_file", running.IntentFile() == next.IntentFile()},
-		{"decision_log.jsonl_path", rd.JSONLPath == nd.JSONLPath},
-		{"decision_log.ring_size", rd.RingSize == nd.RingSize},
-		{"decision_log.max_line_bytes", rd.MaxLineBytes == nd.MaxLineBytes},
-		{"log", running.Log() == next.Log()},
-	} {
-		if !c.eq {
-			return fmt.Errorf("%s: %w", c.key, ErrRestartRequired)
-		}
-	}
-	return nil
+	return out
 }
 
 // refused records and counts a refused reload, logs it once per distinct failure, and returns it

@@ -21,7 +21,7 @@ import (
 )
 
 // sourceRouter is a real router wired as anvil-router serve wires it: started from a load.Source,
-// reloading through the same Source with server.ConfigDiff as the hook, credentials in token files.
+// reloading through the same Source, credentials in token files.
 type sourceRouter struct {
 	url, dir, path string
 }
@@ -42,7 +42,7 @@ func startSourceRouter(t *testing.T, yaml string) *sourceRouter {
 	loaded, err := src.Load(context.Background())
 	require.NoError(t, err)
 	srv, err := server.New(loaded.Config, server.Options{ConfigPath: r.path, ConfigDigest: loaded.Digest,
-		Diff: server.ConfigDiff, Load: func(ctx context.Context) (config.Config, string, error) {
+		Load: func(ctx context.Context) (config.Config, string, error) {
 			l, err := src.Load(ctx)
 			return l.Config, l.Digest, err
 		}})

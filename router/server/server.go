@@ -93,9 +93,6 @@ type Options struct {
 	// Load rereads and validates the config file for ReloadFile (SIGHUP, POST
 	// /admin/v1/config/reload). nil: those reloads are refused, there is no file to read.
 	Load LoadFunc
-	// Diff is the reload hook that lists a reload's changes and refuses the ones that need a restart
-	// (see DiffFunc). nil: no list, and only this package's own restart-required checks.
-	Diff DiffFunc
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:

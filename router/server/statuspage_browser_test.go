@@ -82,7 +82,7 @@ func startPageRouter(t *testing.T, yaml string) *pageRouter {
 	src := load.NewSource(path, env)
 	loaded, err := src.Load(t.Context())
 	require.NoError(t, err)
-	srv, err := server.New(loaded.Config, server.Options{ConfigPath: path, ConfigDigest: loaded.Digest, Diff: server.ConfigDiff,
+	srv, err := server.New(loaded.Config, server.Options{ConfigPath: path, ConfigDigest: loaded.Digest,
 		Load: func(ctx context.Context) (config.Config, string, error) {
 			l, err := src.Load(ctx)
 			return l.Config, l.Digest, err
