@@ -6,7 +6,7 @@ package server
 
 import (
 	"context"
-	"errors"
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -15,8 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"crypto/tls"
 
 	"github.com/gin-gonic/gin"
 
@@ -29,8 +27,6 @@ import (
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
-	"github.com/anvil-llm/anvil/router/relay"
-	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/router/statuspage"
@@ -290,85 +286,6 @@ func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.L
 	return log, f, nil
 }
 
-func (s *Server) routes() *gin.Engine {
-	gin.SetMode(gin.ReleaseMode)
-	e := gin.New()
-	e.HandleMethodNotAllowed = true
-	// No redirect may answer before authentication: gin's redirects run before any middleware and
-	// would tell a caller without a token which routes exist (/admin/v1/admission/ -> 301).
-	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false
-	// Authentication is global middleware: gin runs it before a route's handlers and before the 404
-	// and 405 answers alike, so an unauthenticated caller learns nothing about which routes exist.
-	e.Use(s.arrive, s.track, s.recoverPanics, withRequestID, s.authenticate())
-	e.NoRoute(func(c *gin.Context) {
-		s.log.Info("no such route", "request_id", requestID(c), "method", c.Request.Method, "status", http.StatusNotFound)
-		abort(c, errNotFound)
-	})
-	e.NoMethod(func(c *gin.Context) {
-		s.log.Info("method not allowed", "request_id", requestID(c), "route", c.FullPath(), "status", http.StatusMethodNotAllowed)
-		abort(c, errMethod)
-	})
-
-	healthz := func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) }
-	e.GET("/healthz", healthz)
-	e.HEAD("/healthz", healthz) // load balancers probe with HEAD
-	e.GET("/readyz", s.readyz)
-	e.HEAD("/readyz", s.readyz)
-
-	v1 := e.Group("/v1")
-	v1.POST("/chat/completions", s.proxy(request.ChatCompletions))
-	v1.POST("/completions", s.proxy(request.Completions))
-	v1.POST("/responses", s.proxy(request.Responses))
-	v1.POST("/embeddings", s.proxy(request.Embeddings))
-	v1.POST("/audio/transcriptions", s.audioForm(request.AudioTranscriptions))
-	v1.POST("/audio/translations", s.audioForm(request.AudioTranslations))
-	v1.POST("/audio/speech", s.proxy(request.AudioSpeech))
-	v1.GET("/models", s.models)
-
-	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);
-	// metrics.listen serves it without one on a second, private address.
-	e.GET("/metrics", gin.WrapH(s.metrics.handler(s.log)))
-
-	// The status page's files hold no secret and no data: authenticate lets exactly these paths
-	// through (statuspage.Page.Public), while every JSON read they make stays behind the admin token.
-	page := gin.WrapH(s.page)
-	for _, p := range s.page.Paths() {
-		e.GET(p, page)
-		e.HEAD(p, page)
-	}
-	e.GET(statuspage.Bare, page)
-
-	a := e.Group("/admin/v1")
-	a.GET("/admission", s.admissionState)
-	a.GET("/capacity", s.capacityState)
-	a.GET("/decisions", s.recentDecisions)
-	a.GET("/decisions/summary", s.decisionSummary)
-	a.POST("/transition", s.transition)
-	a.GET("/config", s.configEndpoint)
-	a.POST("/config/reload", s.reloadEndpoint)
-	return e
-}
-
-// recoverPanics turns a handler panic into a 500 when nothing was written yet; deferred lease releases
-// have already run by the time it recovers.
-func (s *Server) recoverPanics(c *gin.Context) {
-	defer func() {
-		if r := recover(); r != nil {
-			if r == http.ErrAbortHandler {
-				panic(r)
-			}
-			s.log.Error("handler panic", "request_id", requestID(c), "path", c.FullPath())
-			if c.Writer.Written() {
-				// A response (a stream, say) is under way: abort the connection so the caller sees a
-				// broken response, never a clean end.
-				panic(http.ErrAbortHandler)
-			}
-			abort(c, errInternal)
-		}
-	}()
-	c.Next()
-}
-
 // Handler returns the HTTP handler, for tests and embedding.
 func (s *Server) Handler() http.Handler { return s.engine }
 
@@ -397,195 +314,4 @@ func (s *Server) Generation() uint64 { return s.current().number }
 func (s *Server) ProbeNow(ctx context.Context) {
 	s.prober.ProbeAll(ctx)
 	s.probed.Store(true)
-}
-
-// Start starts the background work that needs no listener: the decision log's file writer. Serve
-// calls it; embedders that serve Handler themselves call it once. The readiness prober runs in Serve,
-// and the pressure cache starts its workers on first use.
-func (s *Server) Start() { s.decisions.Start() }
-
-// Serve runs the readiness prober and serves on ln until ctx is done, then shuts down gracefully: stop
-// accepting, let in-flight requests finish within the configured grace, flush the decision sink, stop
-// the background workers. Requests still running when the grace ends are cut: their contexts end with
-// the cause relay.ErrShutdown, so each answers its caller (a 503, or an in-band error event mid-stream)
-// and is recorded as outcome shutdown; then the remaining connections are closed.
-// With metrics.listen (or Options.MetricsListener) it also serves /metrics
-// alone, without a token, on that second listener, and stops it with the first.
-func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
-	mln, err := s.metricsListener()
-	if err != nil {
-		_ = ln.Close()
-		_ = s.Close()
-		return err
-	}
-	workers, stopWorkers := context.WithCancel(context.Background())
-	defer stopWorkers()
-	s.Start()
-	s.ProbeNow(ctx)
-	proberDone := make(chan struct{})
-	go func() {
-		defer close(proberDone)
-		s.prober.Run(workers)
-	}()
-
-	// Every request's context derives from base: cutting it is how a shutdown past its grace tells the
-	// relay (and so the record) that the router, not the caller, ended a request.
-	base, cut := context.WithCancelCause(context.WithoutCancel(ctx))
-	defer cut(nil)
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		IdleTimeout: 2 * time.Minute,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return base }}
-	served := make(chan error, 1)
-	useTLS := s.cert.Load() != nil
-	go func() {
-		if useTLS {
-			// The certificate in force, re-read by every reload, answers each handshake.
-			srv.TLSConfig = &tls.Config{GetCertificate: s.certificate, MinVersion: tls.VersionTLS12}
-			served <- srv.ServeTLS(ln, "", "")
-		} else {
-			served <- srv.Serve(ln)
-		}
-	}()
-	s.log.Info("serving", "addr", ln.Addr().String(), "tls", useTLS)
-	stopMetrics := s.serveMetrics(ctx, mln)
-
-	select {
-	case err = <-served:
-		_ = srv.Close() // the listener failed: drop what is left, then wind down like a shutdown
-	case <-ctx.Done():
-		grace, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
-		err = srv.Shutdown(grace)
-		cancel()
-		if errors.Is(err, context.DeadlineExceeded) {
-			s.log.Warn("shutdown grace expired; cutting the requests still running")
-			cut(relay.ErrShutdown)
-			// Each cut request answers its caller before its connection closes: a second Shutdown
-			// waits for every connection to go idle, which happens only once net/http has flushed
-			// the handler's buffered answer (closing as soon as the handlers return would drop an
-			// unflushed 503). A handler that cannot end on its own (reading a stalled caller's body)
-			// ends when Close drops its connection.
-			drain, cancel := context.WithTimeout(context.Background(), handlerDrainBound)
-			if errors.Is(srv.Shutdown(drain), context.DeadlineExceeded) {
-				s.log.Warn("cut requests still running; closing their connections")
-			}
-			cancel()
-			err = srv.Close()
-		}
-		<-served
-	}
-	stopMetrics()
-	// Closed connections cancel their requests, but handlers still release leases and write their
-	// decision records; the sink closes only after the last one.
-	s.waitHandlers()
-	stopWorkers()
-	<-proberDone
-	if cerr := s.Close(); err == nil {
-		err = cerr
-	}
-	if errors.Is(err, http.ErrServerClosed) {
-		err = nil
-	}
-	return err
-}
-
-// metricsListener is the listener of the metrics-only server: the one the options hand over, else
-// metrics.listen bound now, else none.
-func (s *Server) metricsListener() (net.Listener, error) {
-	if s.opts.MetricsListener != nil {
-		return s.opts.MetricsListener, nil
-	}
-	addr := s.current().cfg.Metrics().Listen
-	if addr == "" {
-		return nil, nil
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("server: metrics listener: %w", err)
-	}
-	return ln, nil
-}
-
-// serveMetrics serves GET /metrics alone on ln (nil: nothing) and returns the function that stops it.
-// It carries no admin token: metrics.listen is meant for a private interface.
-func (s *Server) serveMetrics(ctx context.Context, ln net.Listener) (stop func()) {
-	if ln == nil {
-		return func() {}
-	}
-	mux := http.NewServeMux()
-	mux.Handle("GET /metrics", s.metrics.handler(s.log))
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
-		WriteTimeout: time.Minute, IdleTimeout: 2 * time.Minute,
-		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) }}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			s.log.Error("metrics listener failed")
-		}
-	}()
-	s.log.Info("serving metrics", "addr", ln.Addr().String())
-	return func() {
-		grace, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		if srv.Shutdown(grace) != nil {
-			_ = srv.Close()
-		}
-		<-done
-	}
-}
-
-// handlerDrainBound bounds how long shutdown waits for handlers whose connections were already closed;
-// they only have their own deferred release and record left to run.
-const handlerDrainBound = 10 * time.Second
-
-func (s *Server) waitHandlers() {
-	if !s.handlersDone(handlerDrainBound) {
-		s.log.Error("handlers still running after shutdown; closing the decision sink anyway")
-	}
-}
-
-// handlersDone waits up to bound for every handler to return and reports whether they all did.
-func (s *Server) handlersDone(bound time.Duration) bool {
-	done := make(chan struct{})
-	go func() {
-		s.inflight.Wait()
-		close(done)
-	}()
-	t := time.NewTimer(bound)
-	defer t.Stop()
-	select {
-	case <-done:
-		return true
-	case <-t.C:
-		return false
-	}
-}
-
-// track counts in-flight handlers so shutdown can wait for their deferred work.
-func (s *Server) track(c *gin.Context) {
-	s.inflight.Add(1)
-	defer s.inflight.Done()
-	c.Next()
-}
-
-// Close stops the pressure workers, writes out and closes the decision log's file. It is safe to call
-// more than once.
-func (s *Server) Close() error {
-	s.stopWork()
-	s.background.Wait()
-	s.closePressure()
-	err := s.decisions.Close()
-	if s.sinkFile != nil {
-		if cerr := s.sinkFile.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
-			err = cerr
-		}
-		st := s.decisions.Stats()
-		if lost := st.SinkDropped + st.SinkErrors + st.SinkAfterClose; lost > 0 {
-			s.log.Warn("decision sink lost lines", "dropped", st.SinkDropped, "write_errors", st.SinkErrors,
-				"after_close", st.SinkAfterClose)
-		}
-	}
-	return err
 }
