@@ -21,6 +21,7 @@ import (
 
 	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/fakevllm"
+	"github.com/anvil-llm/anvil/internal/machinetool"
 	"github.com/anvil-llm/anvil/internal/routerrig"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/listen"
@@ -33,19 +34,16 @@ const (
 	downConns          = 16               // connections made while no router runs
 )
 
-// socketActivate finds Debian's systemd-socket-activate. Without it the tests skip, except under
-// CI (the CI variable set), where they fail: .ci/run installs the systemd package.
+// socketActivateTool is Debian's systemd-socket-activate (the systemd package, which .ci/run
+// installs).
+var socketActivateTool = machinetool.Tool{Name: "systemd-socket-activate", Commands: []string{"systemd-socket-activate"},
+	Package: "systemd", Needed: "the socket-activation tests"}
+
+// socketActivate finds systemd-socket-activate: without it the tests skip, except under CI, where
+// they fail.
 func socketActivate(t *testing.T) string {
 	t.Helper()
-	p, err := exec.LookPath("systemd-socket-activate")
-	if err == nil {
-		return p
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no systemd-socket-activate on PATH and CI is set: .ci/run installs it (apt-get install systemd)")
-	}
-	t.Skip("no systemd-socket-activate on PATH (apt-get install systemd); the socket-activation tests need it")
-	return ""
+	return machinetool.Find(t, socketActivateTool)
 }
 
 // heldSocket is a listening socket the test holds as systemd's socket unit does: it outlives every
@@ -411,39 +409,9 @@ func testUnknownSocketName(t *testing.T, sa, bin string) {
 	assert.Contains(t, r.stderr.String(), `socket "anvil-router.socket": the router takes only sockets named "anvil-api" or "anvil-metrics"`)
 }
 
-// TestSocketActivationFailsUnderCIWithoutTheTool runs the socket-activation test in a child whose
-// PATH holds no systemd-socket-activate: with CI set it must fail (a CI machine without systemd is
-// broken, not green), without CI it skips.
+// TestSocketActivationFailsUnderCIWithoutTheTool: without systemd-socket-activate on PATH the
+// socket-activation test fails under CI (a CI machine without systemd is broken, not green) and
+// skips elsewhere.
 func TestSocketActivationFailsUnderCIWithoutTheTool(t *testing.T) {
-	tests := []struct {
-		name string
-		ci   bool
-		want string
-	}{
-		{"CI set: fails", true, "--- FAIL: TestSocketActivation"},
-		{"CI unset: skips", false, "--- SKIP: TestSocketActivation"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestSocketActivation$", "-test.v", "-test.count=1")
-			env := []string{"PATH=" + t.TempDir()}
-			for _, kv := range os.Environ() {
-				if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "CI" {
-					env = append(env, kv)
-				}
-			}
-			if tt.ci {
-				env = append(env, "CI=true")
-			}
-			cmd.Env = env
-			out, err := cmd.CombinedOutput()
-			assert.Contains(t, string(out), tt.want)
-			if tt.ci {
-				assert.Error(t, err, "a failing test binary exits non-zero")
-				assert.Contains(t, string(out), "no systemd-socket-activate on PATH and CI is set")
-			} else {
-				assert.NoError(t, err, "%s", out)
-			}
-		})
-	}
+	machinetool.MissingFailsUnderCI(t, "TestSocketActivation", socketActivateTool)
 }

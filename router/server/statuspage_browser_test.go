@@ -12,7 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -28,6 +27,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/internal/machinetool"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/manage"
@@ -39,21 +39,15 @@ import (
 // from here (docs/images/).
 const screenshotDir = "screenshots"
 
-// browserPath finds a Chromium. Without one the test skips, except under CI (the CI variable set),
-// where it fails: .ci/run installs Debian's chromium package, so a missing browser there is a broken
-// setup, not a reason to pass.
+// chromium is the browser the status page's browser test drives (Debian's chromium package, which
+// .ci/run installs).
+var chromium = machinetool.Tool{Name: "Chromium", Commands: []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"},
+	Package: "chromium", Needed: "the status page's browser test"}
+
+// browserPath finds a Chromium: without one the test skips, except under CI, where it fails.
 func browserPath(t *testing.T) string {
 	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "headless-shell"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") != "" {
-		t.Fatal("no Chromium on PATH and CI is set: .ci/run installs it (apt-get install chromium)")
-	}
-	t.Skip("no Chromium on PATH (apt-get install chromium); the status page's browser test needs one")
-	return ""
+	return machinetool.Find(t, chromium)
 }
 
 // pageRouter is a real router on loopback for the browser: every request it serves is recorded
@@ -811,39 +805,8 @@ func startStream(t *testing.T, base, alias string) *http.Response {
 	return resp
 }
 
-// TestBrowserTestFailsUnderCIWithoutABrowser runs the browser test in a child process whose PATH
-// holds no browser: with CI set it must fail (a CI image without Chromium is broken, not green),
-// without CI it skips.
+// TestBrowserTestFailsUnderCIWithoutABrowser: without a browser on PATH the browser test fails
+// under CI (a CI image without Chromium is broken, not green) and skips elsewhere.
 func TestBrowserTestFailsUnderCIWithoutABrowser(t *testing.T) {
-	tests := []struct {
-		name string
-		ci   bool
-		want string
-	}{
-		{"CI set: fails", true, "--- FAIL: TestStatusPageInABrowser"},
-		{"CI unset: skips", false, "--- SKIP: TestStatusPageInABrowser"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^TestStatusPageInABrowser$", "-test.v", "-test.count=1")
-			env := []string{"PATH=" + t.TempDir()}
-			for _, kv := range os.Environ() {
-				if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "CI" {
-					env = append(env, kv)
-				}
-			}
-			if tt.ci {
-				env = append(env, "CI=true")
-			}
-			cmd.Env = env
-			out, err := cmd.CombinedOutput()
-			assert.Contains(t, string(out), tt.want)
-			if tt.ci {
-				assert.Error(t, err, "a failing test binary exits non-zero")
-				assert.Contains(t, string(out), "no Chromium on PATH and CI is set")
-			} else {
-				assert.NoError(t, err, "%s", out)
-			}
-		})
-	}
+	machinetool.MissingFailsUnderCI(t, "TestStatusPageInABrowser", chromium)
 }
