@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 )
@@ -99,15 +100,7 @@ func (s *Set) Reconfigure(specs []TierSpec) (*Pending, error) {
 			next.retired = append(next.retired, t)
 		}
 	}
-	slices.SortFunc(next.retired, func(a, b *tierState) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(next.retired, func(a, b *tierState) int { return cmp.Compare(a.id, b.id) })
 	return p, nil
 }
 
@@ -213,15 +206,7 @@ func (t *tierState) install(c *tierConf) {
 		}
 	}
 	t.retiring = retiring
-	slices.SortStableFunc(t.retiring, func(a, b *memberState) int {
-		switch {
-		case a.id < b.id:
-			return -1
-		case a.id > b.id:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(t.retiring, func(a, b *memberState) int { return cmp.Compare(a.id, b.id) })
 	t.members = members
 	t.cursor = 0
 	if next != "" {
