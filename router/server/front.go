@@ -102,14 +102,18 @@ func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (r
 		case <-wake:
 		case <-timer.C:
 		case <-c.Request.Context().Done():
-			timer.Stop()
-			if errors.Is(context.Cause(c.Request.Context()), relay.ErrShutdown) {
+		}
+		timer.Stop()
+		// An ended context wins over a wake-up that came with it: a shutdown's cut ends every
+		// request's context first, and the leases the cut requests then release wake the queue, so a
+		// woken waiter must not be admitted into the shutdown.
+		if ctx := c.Request.Context(); ctx.Err() != nil {
+			if errors.Is(context.Cause(ctx), relay.ErrShutdown) {
 				return routing.Target{}, at.ShutDown(tier, s.now()) // answered: the caller is still there
 			}
 			at.Canceled(s.now())
 			return routing.Target{}, context.Canceled
 		}
-		timer.Stop()
 		target, err = at.Admit(tier, s.now())
 	}
 	return target, err
