@@ -37,6 +37,9 @@ func scanCanonical(line []byte) (Record, bool) {
 	if c.peek(`,"config_digest":`) {
 		r.ConfigDigest = c.str(`,"config_digest":`)
 	}
+	if c.peek(`,"caller_request_id":`) {
+		r.CallerRequestID = c.str("")
+	}
 	if c.peek(`,"replica_scheduler":`) {
 		d, ok := c.decision()
 		if !ok {

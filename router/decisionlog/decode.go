@@ -13,10 +13,10 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [16]string {
+func recordKeys() [17]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
 		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "queued_ns", "ejected_members",
-		"config_digest", "replica_scheduler"}
+		"config_digest", "caller_request_id", "replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -30,7 +30,8 @@ func scoreKeys() [7]string {
 
 // optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
 func optionalRecordKey(k string) bool {
-	return k == "queued_ns" || k == "ejected_members" || k == "config_digest" || k == "replica_scheduler"
+	return k == "queued_ns" || k == "ejected_members" || k == "config_digest" || k == "caller_request_id" ||
+		k == "replica_scheduler"
 }
 
 // required is the optional-key predicate of an object whose keys are all required.
@@ -65,7 +66,7 @@ func (t tokens) object(path string, keys []string, optional func(string) bool, f
 	if tok != json.Delim('{') {
 		return &fieldError{path, ErrWrongType}
 	}
-	var seen uint32 // key sets have at most 15 entries
+	var seen uint32 // key sets have at most 32 entries (the record's: 17)
 	for t.dec.More() {
 		tok, err := t.next()
 		if err != nil {
@@ -236,6 +237,10 @@ func (t tokens) recordField(r *Record, key, p string) error {
 	case "ejected_members":
 		v, _, err = t.integer(p, 1, ident.MaxMembers-1, false)
 		r.EjectedMembers = int(v)
+	case "caller_request_id":
+		if r.CallerRequestID, err = t.str(p); err == nil && !ident.ValidRequestID(r.CallerRequestID) {
+			err = &fieldError{p, ErrInvalidValue} // present means kept: never empty, never InvalidMarker
+		}
 	case "config_digest":
 		if r.ConfigDigest, err = t.str(p); err == nil && !validDigest(r.ConfigDigest) {
 			err = &fieldError{p, ErrInvalidValue}

@@ -11,7 +11,8 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and queued_ns, ejected_members, config_digest and replica_scheduler only when present. Every string it writes is a
+// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id and replica_scheduler
+// only when present. Every string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
 // are produced directly rather than through reflection.
 func appendJSON(b []byte, r *Record) []byte {
@@ -37,6 +38,9 @@ func appendJSON(b []byte, r *Record) []byte {
 	}
 	if r.ConfigDigest != "" {
 		b = appendStringField(b, `,"config_digest":`, r.ConfigDigest)
+	}
+	if r.CallerRequestID != "" {
+		b = appendStringField(b, `,"caller_request_id":`, r.CallerRequestID)
 	}
 	if r.ReplicaScheduler != nil {
 		b = append(b, `,"replica_scheduler":`...)
@@ -157,6 +161,9 @@ func (r Record) Line() string {
 	}
 	if rec.ConfigDigest != "" {
 		writeKV(&b, "config_digest", rec.ConfigDigest)
+	}
+	if rec.CallerRequestID != "" {
+		writeKV(&b, "caller_request_id", rec.CallerRequestID)
 	}
 	if err == nil && rec.ReplicaScheduler != nil {
 		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")

@@ -100,7 +100,8 @@ func worstCase(t testing.TB) Record {
 		RequestID: strings.Repeat("R", ident.MaxRequestIDLength), Alias: strings.Repeat("a", ident.MaxAliasLength),
 		Tier: strings.Repeat("t", ident.MaxIDLength), Member: sel, Route: RouteReplica,
 		Strategy: StrategyCapacity, Outcome: OutcomeUpstreamTransportError, Attempts: 1, Status: 502,
-		Start: t0, Duration: MaxDuration, FirstByte: MaxDuration, ReplicaScheduler: &d,
+		Start: t0, Duration: MaxDuration, FirstByte: MaxDuration, Queued: MaxDuration, ReplicaScheduler: &d,
+		ConfigDigest: strings.Repeat("f", ConfigDigestLen), CallerRequestID: strings.Repeat("C", ident.MaxRequestIDLength),
 	}
 }
 

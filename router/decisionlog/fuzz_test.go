@@ -40,7 +40,15 @@ func FuzzReadJSONL(f *testing.F) {
 		strings.Replace(capLine, `"outcome":"success"`, `"outcome":"internal_error"`, 1) + "\n",
 		strings.Replace(strings.Replace(capLine, `"outcome":"success"`, `"outcome":"internal_error"`, 1), `"attempts":1`, `"attempts":0`, 1) + "\n",
 		strings.Replace(capLine, `"eligible_member_ids":["m1","m2"]`, `"eligible_member_ids":["m1","m3"]`, 1) + "\n",
-		"{ " + capLine[1:] + "\n", capLine + "\r\n"} {
+		"{ " + capLine[1:] + "\n", capLine + "\r\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"trace-1","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"-invalid-","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"a b","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":7,"replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"t","caller_request_id":"t","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `"request_id":"req-cap-1",`, `"request_id":"req-cap-1","caller_request_id":"t",`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_ids":"t","replica_scheduler"`, 1) + "\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -140,6 +148,10 @@ func TestPropertyAddedRecordsRoundTrip(t *testing.T) {
 			if !strings.Contains(got[i].Line(), "request_id="+got[i].RequestID+" ") {
 				t.Fatalf("line lacks the request id: %s", got[i].Line())
 			}
+			if c := got[i].CallerRequestID; c != "" && (!ident.ValidRequestID(c) ||
+				!strings.Contains(got[i].Line(), " caller_request_id="+c)) {
+				t.Fatalf("caller request id stored out of grammar or not in the line: %q", c)
+			}
 		}
 	})
 }
@@ -168,6 +180,9 @@ func genRecord(t *rapid.T, i int) Record {
 			time.Duration(i)).In(time.FixedZone("z", rapid.IntRange(-43200, 43200).Draw(t, "zone"))),
 		Duration:  time.Duration(rapid.Int64Range(0, int64(MaxDuration)).Draw(t, "duration")),
 		FirstByte: time.Duration(rapid.Int64Range(0, int64(MaxDuration)).Draw(t, "first_byte")),
+	}
+	if rapid.Bool().Draw(t, "caller_id") {
+		r.CallerRequestID = genID(t, "caller_request_id")
 	}
 	switch route := rapid.IntRange(0, 2).Draw(t, "route"); {
 	case route == 0 && r.Attempts == 0:

@@ -113,10 +113,13 @@ func sampleRecords(t testing.TB) []Record {
 	misplaced := threeMembers(t)
 	sanitized := roundRobinRecord()
 	sanitized.RequestID = "abc def"
+	sanitized.CallerRequestID = "tok en" // dropped, not marked
 	sanitized.Alias = "http://10.0.0.1:8000/v1"
 	sanitized.Member = "R2"
 	sanitized.ReplicaScheduler = &misplaced // round robin never carries evidence
-	return []Record{capacityRecord(t), directRecord(), roundRobinRecord(), refusedRecord(),
+	direct := directRecord()
+	direct.CallerRequestID = "caller-trace-7"
+	return []Record{capacityRecord(t), direct, roundRobinRecord(), refusedRecord(),
 		notAdmittedRecord(), sanitized}
 }
 

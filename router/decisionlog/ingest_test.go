@@ -19,6 +19,11 @@ const capLine = `{"request_id":"req-cap-1","start":"2025-03-04T05:06:07.12345678
 
 const score0 = `{"member_id":"m1","local_active":0,"local_capacity":4,"upstream_unknown":false,"upstream_pressure_ppm":250000,"freshness":"fresh","rotating_rank":0}`
 
+// withCallerID is capLine with caller_request_id set to the JSON value v, in its canonical place.
+func withCallerID(t *testing.T, v string) string {
+	return edit(t, `,"replica_scheduler":`, `,"caller_request_id":`+v+`,"replica_scheduler":`) + "\n"
+}
+
 // edit replaces exactly one occurrence of old in capLine.
 func edit(t *testing.T, old, new string) string {
 	t.Helper()
@@ -47,6 +52,24 @@ func TestReadJSONLRoundTrip(t *testing.T) {
 	golden, err := os.ReadFile(filepath.Join("testdata", "records.jsonl"))
 	require.NoError(t, err)
 	assert.Equal(t, string(golden), first.String())
+}
+
+// TestReadJSONLCallerRequestID: the optional correlation field is read by both parsers, kept exactly
+// and written back in its place; the record's own request_id is untouched by it.
+func TestReadJSONLCallerRequestID(t *testing.T) {
+	line := withCallerID(t, `"Trace_ID-9.x"`)
+	recs, err := ReadJSONL(strings.NewReader(line), 1)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "Trace_ID-9.x", recs[0].CallerRequestID)
+	assert.Equal(t, "req-cap-1", recs[0].RequestID)
+	fast, ok := scanCanonical([]byte(strings.TrimSuffix(line, "\n")))
+	require.True(t, ok, "the fast path reads the field")
+	assert.Equal(t, recs[0].CallerRequestID, fast.CallerRequestID)
+	js, err := recs[0].JSON()
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSuffix(line, "\n"), string(js))
+	assert.Contains(t, recs[0].Line(), " caller_request_id=Trace_ID-9.x replica_scheduler=capacity")
 }
 
 func TestReadJSONLEmptyInput(t *testing.T) {
@@ -190,6 +213,16 @@ func TestReadJSONLRejections(t *testing.T) {
 		{"escaped string", edit(t, `"alias":"chat"`, `"alias":"\u0063hat"`) + "\n", "line 1: not in canonical form", ErrNotCanonical},
 		{"carriage return", capLine + "\r\n", "line 1: not in canonical form", ErrNotCanonical},
 		{"negative zero", edit(t, `"local_active":0`, `"local_active":-0`) + "\n", "line 1: not in canonical form", ErrNotCanonical},
+		// The caller's correlation ID: optional, in the request-ID grammar when present, in its place.
+		{"caller id with space", withCallerID(t, `"a b"`), "line 1: caller_request_id: invalid value", ErrInvalidValue},
+		{"empty caller id", withCallerID(t, `""`), "line 1: caller_request_id: invalid value", ErrInvalidValue},
+		{"marker caller id", withCallerID(t, `"`+InvalidMarker+`"`), "line 1: caller_request_id: invalid value", ErrInvalidValue},
+		{"address caller id", withCallerID(t, `"10.0.0.1"`), "line 1: caller_request_id: invalid value", ErrInvalidValue},
+		{"long caller id", withCallerID(t, `"`+strings.Repeat("a", ident.MaxRequestIDLength+1)+`"`), "line 1: caller_request_id: invalid value", ErrInvalidValue},
+		{"numeric caller id", withCallerID(t, `7`), "line 1: caller_request_id: wrong type", ErrWrongType},
+		{"duplicate caller id", withCallerID(t, `"t","caller_request_id":"t"`), "line 1: caller_request_id: duplicate field", ErrDuplicateField},
+		{"caller id out of place", edit(t, `"start":`, `"caller_request_id":"t","start":`) + "\n", "line 1: not in canonical form", ErrNotCanonical},
+		{"caller id misspelt", edit(t, `,"replica_scheduler":`, `,"caller_request_ids":"t","replica_scheduler":`) + "\n", "line 1: unknown field", ErrUnknownField},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

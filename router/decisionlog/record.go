@@ -86,6 +86,12 @@ type Record struct {
 	// first 16 hex digits of its file's sha256, "" when the router's config came from no file (the
 	// simulator) and omitted from every encoding then.
 	ConfigDigest string
+	// CallerRequestID is the caller's own X-Request-ID, kept beside RequestID (always the router's,
+	// unique per request) as a correlation value only: the server keeps it when it passes
+	// ident.ValidRequestID and is not, and does not contain, a configured credential; "" when the
+	// caller sent none or it was dropped, and omitted from every encoding then. One failing the
+	// grammar is dropped by sanitizing (never InvalidMarker: present means kept).
+	CallerRequestID string
 
 	// ReplicaScheduler is the capacity lease's decision. It is kept only for a
 	// capacity-strategy replica record whose Member is the decision's selected member
@@ -126,8 +132,15 @@ func sanitizeIDs(r *Record) int {
 			n++
 		}
 	}
+	if !validCallerID(r.CallerRequestID) {
+		r.CallerRequestID = "" // a correlation value that fails its grammar is no correlation: dropped
+		n++
+	}
 	return n
 }
+
+// validCallerID: CallerRequestID is absent or in the request-ID grammar; never InvalidMarker.
+func validCallerID(s string) bool { return s == "" || ident.ValidRequestID(s) }
 
 // checkIDs is the strict form used by ingestion: the first unacceptable ID field.
 func checkIDs(r *Record) error {
@@ -138,6 +151,9 @@ func checkIDs(r *Record) error {
 		if !f.rule.accepts(f.v) {
 			return &fieldError{f.rule.name, ErrInvalidValue}
 		}
+	}
+	if !validCallerID(r.CallerRequestID) {
+		return &fieldError{"caller_request_id", ErrInvalidValue}
 	}
 	return nil
 }

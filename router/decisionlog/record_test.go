@@ -153,11 +153,11 @@ var sensitive = []string{
 
 func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
 	var sink bytes.Buffer
-	l := mustLog(t, 64, &sink)
+	l := mustLog(t, 128, &sink)
 	var lines strings.Builder
 	var all []Record
 	for _, s := range sensitive {
-		for field := range 4 {
+		for field := range 5 {
 			r := capacityRecord(t)
 			switch field {
 			case 0:
@@ -168,6 +168,8 @@ func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
 				r.Tier = s
 			case 3:
 				r.Member = s // also breaks the evidence pairing
+			case 4:
+				r.CallerRequestID = s
 			}
 			require.NoError(t, l.Add(r))
 			lines.WriteString(r.Line() + "\n")
@@ -178,8 +180,8 @@ func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
 	sumJSON, err := json.Marshal(sum)
 	require.NoError(t, err)
 	var recent strings.Builder
-	for _, r := range l.Recent(64) {
-		recent.WriteString(strings.Join([]string{r.RequestID, r.Alias, r.Tier, r.Member,
+	for _, r := range l.Recent(128) {
+		recent.WriteString(strings.Join([]string{r.RequestID, r.CallerRequestID, r.Alias, r.Tier, r.Member,
 			string(r.Route), string(r.Strategy), string(r.Outcome)}, " ") + "\n")
 	}
 	surfaces := map[string]string{
@@ -197,7 +199,7 @@ func TestNoSensitiveStringReachesAnySurface(t *testing.T) {
 			assert.NotContains(t, text, frag, "surface %s", name)
 		}
 	}
-	assert.Equal(t, uint64(len(sensitive)*4), l.Stats().IDsReplaced)
+	assert.Equal(t, uint64(len(sensitive)*5), l.Stats().IDsReplaced)
 	assert.Equal(t, uint64(len(sensitive)), l.Stats().EvidenceDiscarded, "member changes discard evidence")
 }
 
@@ -208,6 +210,7 @@ func TestRecordCarriesNoFreeText(t *testing.T) {
 	r.EjectedMembers = 1
 	r.Queued = r.Duration
 	r.ConfigDigest = "0123456789abcdef"
+	r.CallerRequestID = "trace-1"
 	n, err := normalize(r)
 	require.NoError(t, err)
 	var m map[string]any
