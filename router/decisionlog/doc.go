@@ -1,6 +1,7 @@
 // Package decisionlog keeps one bounded, metadata-only record per routed request.
 //
-// A Record names the request (a validated request ID), where it went (alias, tier,
+// A Record names the request (the router's validated request ID, and the caller's own
+// as an optional correlation value in the same grammar), where it went (alias, tier,
 // member, route kind, replica strategy), how it ended (a closed outcome class,
 // attempts 0 or 1, the status sent to the client) and when (start, duration, first
 // byte). For capacity tiers it may carry the scheduler's validated Decision as
@@ -20,7 +21,8 @@
 //   - summary.go: Summarize and the text/JSON summary.
 //
 // Storage, the line formatter, the summary and the JSONL writer share one
-// normalization: invalid IDs become InvalidMarker, malformed optional scheduler evidence
+// normalization: invalid IDs become InvalidMarker (an invalid caller request ID is
+// dropped instead: present means kept), malformed optional scheduler evidence
 // is discarded (the record itself is kept), and records that break an invariant are
 // refused. Ingestion is stricter: it accepts exactly the bytes the writer produces.
 package decisionlog
