@@ -58,6 +58,10 @@ func (r *Router) Begin(requestID string, start time.Time) Attempt {
 		ConfigDigest: r.recordDigest()}}
 }
 
+// Correlate keeps the caller's own request ID beside the record's (which is always the router's):
+// the server passes only one it has checked (see decisionlog.Record.CallerRequestID); "" keeps none.
+func (a *Attempt) Correlate(callerRequestID string) { a.rec.CallerRequestID = callerRequestID }
+
 // Resolve resolves the request's alias and applies the gates (see Router.Resolve). Once the alias
 // names a tier, the record carries the alias, the tier and its route, whether the gates pass or not.
 func (a *Attempt) Resolve(req request.Request) (config.Tier, error) {

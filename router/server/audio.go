@@ -30,6 +30,7 @@ func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		g := s.genOf(c)
 		at := g.router.Begin(requestID(c), s.now())
+		at.Correlate(callerRequestID(c))
 		defer s.finish(c, &at)
 
 		form, ok := s.openForm(c, g)

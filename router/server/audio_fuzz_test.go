@@ -145,6 +145,7 @@ func FuzzAudioUpload(f *testing.F) {
 		got, _ := io.ReadAll(resp.Body)
 		_ = resp.Body.Close()
 		r.wait(t, 1)
+		id = resp.Header.Get("X-Request-ID") // the router's: what the upstream received
 		require.NotEqual(t, http.StatusInternalServerError, resp.StatusCode, string(got))
 		require.NotEqual(t, http.StatusUnprocessableEntity, resp.StatusCode, "the router relayed the answer to an incomplete form")
 		seen, parts, complete := up.of(id)

@@ -58,7 +58,8 @@ func (rig *audioRig) upstreamCalls() int64 {
 	return rig.audio.calls.Load() + rig.text.calls.Load() + totalCalls(rig.replicas)
 }
 
-// reached reports whether a request with this X-Request-ID reached any member (so far).
+// reached reports whether the request the router answered with this X-Request-ID (the ID it
+// forwards) reached any member (so far).
 func (rig *audioRig) reached(id string) bool {
 	for _, m := range append([]*member{rig.audio, rig.text}, rig.replicas...) {
 		if m.received(id) {

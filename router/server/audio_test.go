@@ -184,6 +184,8 @@ func TestAudioRefusals(t *testing.T) {
 			assert.Equal(t, c.status, resp.StatusCode)
 			assert.JSONEq(t, c.want, string(got))
 			rig.r.wait(t, 1)
+			id = resp.Header.Get("X-Request-ID") // the router's: what a member would have received
+			require.NotEmpty(t, id)
 			after := rig.r.srv.Decisions().Recent(1 << 20)
 			if !c.auth {
 				assert.Len(t, after, len(before), "an unauthenticated caller is not routed, so not recorded")

@@ -244,24 +244,26 @@ func TestChaos(t *testing.T) {
 	assert.Equal(t, total, samples)
 	assert.Positive(t, s.Acquired)
 
-	// Member-side request IDs: each ours, each once, each an admitted attempt's.
-	attempted := map[string]bool{}
+	// Member-side request IDs (the router's, which the records carry beside the callers' own): each
+	// ours, each once, each an admitted attempt's.
+	attempted := map[string]string{} // the router's request ID -> the caller's
 	outcomes := map[string]int{}
 	for _, rec := range r.srv.Decisions().Recent(1 << 20) {
 		outcomes[string(rec.Outcome)]++
 		if rec.Attempts == 1 {
-			attempted[rec.RequestID] = true
+			attempted[rec.RequestID] = rec.CallerRequestID
 		}
 	}
 	seen := map[string]string{}
 	for i, m := range ms {
 		for _, id := range m.requestIDs() {
-			assert.True(t, strings.HasPrefix(id, "chaos-"), "member %d got a request ID the callers never sent: %q", i, id)
 			if other, dup := seen[id]; dup {
 				t.Errorf("request %s reached member %d after member %s", id, i, other)
 			}
 			seen[id] = fmt.Sprint(i)
-			assert.True(t, attempted[id], "member %d served %s, which no record shows admitted", i, id)
+			caller, ok := attempted[id]
+			assert.True(t, ok, "member %d served %s, which no record shows admitted", i, id)
+			assert.True(t, strings.HasPrefix(caller, "chaos-"), "member %d served %s for a request the callers never sent: %q", i, id, caller)
 		}
 	}
 	assert.Equal(t, int(s.Acquired), len(attempted), "one admitted attempt per lease")

@@ -28,6 +28,7 @@ func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		g := s.genOf(c)
 		at := g.router.Begin(requestID(c), s.now())
+		at.Correlate(callerRequestID(c))
 		defer s.finish(c, &at)
 
 		req, ok := s.parse(c, g, ep)
@@ -143,12 +144,18 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 	if err != nil {
 		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
 	}
-	// Typed attributes: the same line as Info's key-value pairs, without boxing each value.
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request",
+	// Typed attributes: the same line as Info's key-value pairs, without boxing each value; the
+	// caller's correlation ID only when one was kept.
+	attrs := [...]slog.Attr{
 		slog.String("request_id", rec.RequestID), slog.String("path", c.FullPath()), slog.Int("status", rec.Status),
 		slog.String("alias", rec.Alias), slog.String("tier", rec.Tier), slog.String("member", rec.Member),
 		slog.String("outcome", string(rec.Outcome)), slog.Int("attempts", rec.Attempts),
-		slog.Int64("duration_ms", rec.Duration.Milliseconds()))
+		slog.Int64("duration_ms", rec.Duration.Milliseconds()), slog.String("caller_request_id", rec.CallerRequestID)}
+	n := len(attrs)
+	if rec.CallerRequestID == "" {
+		n--
+	}
+	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)
 	if p != nil {
 		panic(p) // recoverPanics answers it
 	}

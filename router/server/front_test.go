@@ -46,7 +46,9 @@ tiers:
 	assert.Equal(t, 1, recs[0].Attempts)
 }
 
-func TestRequestIDIsAcceptedAndReturned(t *testing.T) {
+// TestRequestIDIsTheRoutersWithTheCallersBeside: the answer's X-Request-ID, the record's ID and the
+// member's X-Request-Id are the router's one ID; the caller's own is kept beside it in the record.
+func TestRequestIDIsTheRoutersWithTheCallersBeside(t *testing.T) {
 	ms := startMembers(t, 2)
 	r := startRouter(t, replicaYAML(ms, tierOpts{}))
 	req, err := http.NewRequest(http.MethodPost, r.http.URL+"/v1/chat/completions", strings.NewReader(chatBody(2, false)))
@@ -57,8 +59,12 @@ func TestRequestIDIsAcceptedAndReturned(t *testing.T) {
 	require.NoError(t, err)
 	resp.Body.Close()
 	r.wait(t, 1)
-	assert.Equal(t, "caller-chosen-42", resp.Header.Get("X-Request-ID"))
-	assert.Equal(t, "caller-chosen-42", r.srv.Decisions().Recent(1)[0].RequestID)
+	rec := r.srv.Decisions().Recent(1)[0]
+	assert.Equal(t, "caller-chosen-42", rec.CallerRequestID)
+	assert.Regexp(t, `^[0-9a-f]{24}$`, rec.RequestID, "the router's own format")
+	assert.Equal(t, rec.RequestID, resp.Header.Get("X-Request-ID"))
+	assert.True(t, ms[0].received(rec.RequestID) || ms[1].received(rec.RequestID), "the member gets the router's ID")
+	assert.False(t, ms[0].received("caller-chosen-42") || ms[1].received("caller-chosen-42"))
 }
 
 func TestRoundRobinDistribution(t *testing.T) {

@@ -34,6 +34,7 @@ type generation struct {
 	sources  capacity.Sources
 	callers  []config.Secret
 	admin    []config.Secret
+	ids      secretFilter // the credentials above and the tiers' upstream keys, which no caller ID may carry
 	loadedAt time.Time
 
 	done chan struct{}              // closed when the next generation is in force
@@ -47,7 +48,8 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 	g := &generation{number: router.Generation(), cfg: cfg, digest: digest, router: router, client: client,
 		relay: relay.New(client, relay.Options{MaxResponseBytes: up.MaxResponseBytes,
 			FirstByteTimeout: up.FirstByteTimeout, Timeout: up.Timeout, Now: s.clock}),
-		plan: capacity.Plan(cfg), callers: cfg.CallerTokens(), loadedAt: s.now(), done: make(chan struct{})}
+		plan: capacity.Plan(cfg), callers: cfg.CallerTokens(), loadedAt: s.now(), done: make(chan struct{}),
+		ids: newSecretFilter(generationSecrets(cfg), randomBase())}
 	if t := cfg.AdminToken(); !t.IsZero() {
 		g.admin = []config.Secret{t}
 	}

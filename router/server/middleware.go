@@ -8,29 +8,48 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/config"
-	"github.com/anvil-llm/anvil/router/ident"
 )
 
 const (
-	headerRequestID = "X-Request-ID"
-	ctxRequestID    = "anvil.request_id"
+	headerRequestID    = "X-Request-ID"
+	ctxRequestID       = "anvil.request_id"
+	ctxCallerRequestID = "anvil.caller_request_id"
 )
 
-// withRequestID accepts a well-formed X-Request-ID from the caller or makes one, and returns it on the
-// response, so a caller can correlate its logs with the router's decision records.
+// withRequestID gives the request its ID, always the router's own (12 random bytes in hex), and
+// returns it on the response: the ID a caller quotes to find the decision record. The caller's own
+// X-Request-ID never replaces it (a reused ID would name two records); once the caller is
+// authenticated it may be kept beside it (correlate).
 func withRequestID(c *gin.Context) {
-	id := c.GetHeader(headerRequestID)
-	if !ident.ValidRequestID(id) {
-		var b [12]byte
-		_, _ = rand.Read(b[:])
-		id = hex.EncodeToString(b[:])
-	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	id := hex.EncodeToString(b[:])
 	c.Set(ctxRequestID, id)
 	c.Header(headerRequestID, id)
 	c.Next()
 }
 
 func requestID(c *gin.Context) string { return c.GetString(ctxRequestID) }
+
+// callerRequestID is the caller's X-Request-ID kept by correlate, "" when none.
+func callerRequestID(c *gin.Context) string { return c.GetString(ctxCallerRequestID) }
+
+// correlate keeps an authenticated caller's X-Request-ID as the request's correlation value when it
+// passes the generation's filter (see secretFilter), and otherwise drops it: counted, and logged at
+// debug with the router's request ID and never the value. An absent header is nothing to count.
+func (s *Server) correlate(c *gin.Context, g *generation) {
+	values := c.Request.Header.Values(headerRequestID)
+	if len(values) == 0 {
+		return
+	}
+	result := g.ids.check(values)
+	s.metrics.callerIDs.WithLabelValues(result.String()).Inc()
+	if result != callerIDKept {
+		s.log.Debug("caller request id dropped", "request_id", requestID(c), "reason", result.String())
+		return
+	}
+	c.Set(ctxCallerRequestID, values[0])
+}
 
 // bearer extracts the token of an "Authorization: Bearer <token>" header.
 func bearer(c *gin.Context) (string, bool) {
@@ -78,6 +97,7 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			abort(c, refusal)
 			return
 		}
+		s.correlate(c, g)
 		c.Next()
 	}
 }

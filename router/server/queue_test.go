@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -28,7 +29,7 @@ type queueRig struct {
 	srv      *server.Server
 	router   string
 	mu       sync.Mutex
-	arrived  []string                 // request IDs, in the order the upstream received them
+	arrived  []string                 // the callers' request IDs, in the order the upstream received them
 	releases map[string]chan struct{} // per request ID: close to let the upstream answer
 	served   chan error               // Serve's result, when the rig runs Serve
 }
@@ -54,8 +55,12 @@ func newQueueRig(t *testing.T) *queueRig { return startQueueRig(t, nil) }
 func startQueueRig(t *testing.T, ctx context.Context) *queueRig {
 	rig := &queueRig{net: pipenet.New(), releases: map[string]chan struct{}{}, served: make(chan error, 1)}
 	rig.net.Serve("upstream:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The router forwards its own request ID, never the caller's: the test's ID rides in the body,
+		// which the router relays as it is.
+		var tag struct{ User string }
+		_ = json.NewDecoder(r.Body).Decode(&tag)
 		_, _ = io.Copy(io.Discard, r.Body)
-		id := r.Header.Get("X-Request-Id")
+		id := tag.User
 		rig.mu.Lock()
 		rig.arrived = append(rig.arrived, id)
 		release := rig.release(id)
@@ -115,7 +120,7 @@ func (rig *queueRig) send(ctx context.Context, id string) <-chan reply {
 	out := make(chan reply, 1)
 	go func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, rig.router+"/v1/chat/completions",
-			strings.NewReader(chatBody(1, false)))
+			strings.NewReader(strings.Replace(chatBody(1, false), `{`, `{"user":"`+id+`",`, 1)))
 		req.Header.Set("Authorization", "Bearer "+callerToken)
 		req.Header.Set("X-Request-Id", id)
 		resp, err := rig.net.Client().Do(req)
@@ -138,7 +143,7 @@ func (rig *queueRig) tier(t *testing.T) *admission.TierAdmission {
 
 func (rig *queueRig) record(t *testing.T, id string) decisionlog.Record {
 	for _, rec := range rig.srv.Decisions().Recent(100) {
-		if rec.RequestID == id {
+		if rec.CallerRequestID == id {
 			return rec
 		}
 	}

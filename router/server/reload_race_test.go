@@ -148,9 +148,13 @@ func TestReloadUnderLoad(t *testing.T) {
 	for _, s := range r.srv.Admission().Snapshots() {
 		assert.False(t, s.Retiring, "nothing retiring once every request ended")
 	}
-	seen := map[string]int{}
+	seen, own := map[string]int{}, map[string]int{}
 	for _, rec := range r.srv.Decisions().Recent(4096) {
-		seen[rec.RequestID]++
+		seen[rec.CallerRequestID]++
+		own[rec.RequestID]++
+	}
+	for id, n := range own {
+		assert.Equal(t, 1, n, "the router's request ID %s names one record", id)
 	}
 	for c := range clients {
 		for k := range perClient {

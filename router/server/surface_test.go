@@ -122,6 +122,7 @@ func TestRefusalsAreLogged(t *testing.T) {
 		{"req-404-route", http.MethodGet, "/" + marker, "", "", 404},
 		{"req-413-body", http.MethodPost, "/v1/chat/completions", callerToken, `{"model":"chat","x":"` + strings.Repeat(marker, 200) + `"}`, 413},
 	}
+	routerIDs := map[string]string{} // the caller's X-Request-ID -> the router's, which the log carries
 	for _, c := range cases {
 		req, err := http.NewRequest(c.method, front.URL+c.path, strings.NewReader(c.body))
 		require.NoError(t, err)
@@ -133,6 +134,7 @@ func TestRefusalsAreLogged(t *testing.T) {
 		require.NoError(t, err)
 		resp.Body.Close()
 		require.Equal(t, c.status, resp.StatusCode, c.id)
+		routerIDs[c.id] = resp.Header.Get("X-Request-ID")
 	}
 	lines := map[string]map[string]any{}
 	for _, line := range bytes.Split(bytes.TrimSpace([]byte(logs.String())), []byte("\n")) {
@@ -143,7 +145,7 @@ func TestRefusalsAreLogged(t *testing.T) {
 		}
 	}
 	for _, c := range cases {
-		line, ok := lines[c.id]
+		line, ok := lines[routerIDs[c.id]]
 		if !assert.True(t, ok, "no log line for %s", c.id) {
 			continue
 		}
