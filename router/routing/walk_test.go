@@ -92,6 +92,25 @@ func TestAudioResolvesOnlyToDirectTiers(t *testing.T) {
 	require.NoError(t, err)
 }
 
+// TestWalkKeepsTheCallersIDBeside: the record's ID is the one Begin was given; Correlate only adds
+// the caller's beside it, and the record stores it (an invalid one is dropped by the log).
+func TestWalkKeepsTheCallersIDBeside(t *testing.T) {
+	r, _ := newWalk(t)
+	for _, c := range []struct{ given, stored string }{{"trace-7", "trace-7"}, {"", ""}, {"not valid", ""}} {
+		at := r.Begin("req-own", t0)
+		at.Correlate(c.given)
+		_, err := at.Resolve(chat("nope", 1))
+		require.ErrorIs(t, err, ErrUnknownAlias)
+		rec, err := at.Finish(t0, 404)
+		require.NoError(t, err)
+		assert.Equal(t, "req-own", rec.RequestID)
+		assert.Equal(t, c.given, rec.CallerRequestID, "the walk's record as given")
+		stored := r.Decisions().Recent(1)[0]
+		assert.Equal(t, "req-own", stored.RequestID)
+		assert.Equal(t, c.stored, stored.CallerRequestID)
+	}
+}
+
 func TestWalkRecordsEveryEnding(t *testing.T) {
 	r, sink := newWalk(t)
 
