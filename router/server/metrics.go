@@ -36,6 +36,7 @@ type metrics struct {
 	reloads       *prometheus.CounterVec   // result: applied, unchanged, refused
 	reloadOK      prometheus.Gauge
 	reloadOKAt    prometheus.Gauge
+	bodyRefusals  *prometheus.CounterVec // caller, reason (bodymetrics.go)
 	pendingOnce   sync.Once
 }
 
@@ -86,8 +87,9 @@ func newMetrics() *metrics {
 	for _, r := range []string{"applied", "unchanged", "refused"} {
 		m.reloads.WithLabelValues(r)
 	}
+	m.bodyRefusals = newBodyRefusals()
 	m.registry.MustRegister(m.requests, m.duration, m.firstByte, m.attempts, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds,
-		m.reloads, m.reloadOK, m.reloadOKAt,
+		m.reloads, m.reloadOK, m.reloadOKAt, m.bodyRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
