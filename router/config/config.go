@@ -75,6 +75,14 @@ type Limits struct {
 	// MaxAudioBytes bounds a whole multipart audio upload (file, other fields and framing together),
 	// which streams through instead of being held.
 	MaxAudioBytes int64
+	// CallerBodySharePercent is the part of MaxInflightBodyBytes one caller token may hold at once
+	// (never less than one largest body); 0 turns the share off. With one caller token there is
+	// nobody to share with, and the share does not apply.
+	CallerBodySharePercent int64
+	// MinUploadBytesPerSecond is the slowest a request body (ordinary or audio) may arrive, on
+	// average, once MinUploadGrace has passed; a slower one is cut with 408. 0 turns the rule off.
+	MinUploadBytesPerSecond int64
+	MinUploadGrace          time.Duration
 }
 
 // Upstream bounds every relayed attempt.

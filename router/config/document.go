@@ -44,6 +44,11 @@ type LimitsDoc struct {
 	MaxBodyBytes         *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
 	MaxInflightBodyBytes *int64 `mapstructure:"max_inflight_body_bytes" yaml:"max_inflight_body_bytes,omitempty"`
 	MaxAudioBytes        *int64 `mapstructure:"max_audio_bytes" yaml:"max_audio_bytes,omitempty"`
+	// The fair body budget (issue 26): a caller's share of the in-flight budget, and the minimum
+	// upload rate after a grace.
+	CallerBodySharePercent  *int64         `mapstructure:"caller_body_share_percent" yaml:"caller_body_share_percent,omitempty"`
+	MinUploadBytesPerSecond *int64         `mapstructure:"min_upload_bytes_per_second" yaml:"min_upload_bytes_per_second,omitempty"`
+	MinUploadGrace          *time.Duration `mapstructure:"min_upload_grace" yaml:"min_upload_grace,omitempty"`
 }
 
 // UpstreamDoc is the upstream section of a Document.

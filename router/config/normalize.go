@@ -37,9 +37,12 @@ type normAuth struct {
 }
 
 type normLimits struct {
-	MaxBodyBytes         int64 `yaml:"max_body_bytes"`
-	MaxInflightBodyBytes int64 `yaml:"max_inflight_body_bytes"`
-	MaxAudioBytes        int64 `yaml:"max_audio_bytes"`
+	MaxBodyBytes         int64  `yaml:"max_body_bytes"`
+	MaxInflightBodyBytes int64  `yaml:"max_inflight_body_bytes"`
+	MaxAudioBytes        int64  `yaml:"max_audio_bytes"`
+	CallerBodyShare      int64  `yaml:"caller_body_share_percent"`
+	MinUploadRate        int64  `yaml:"min_upload_bytes_per_second"`
+	MinUploadGrace       string `yaml:"min_upload_grace"`
 }
 
 type normUpstream struct {
@@ -145,9 +148,11 @@ func (c Config) Normalized() ([]byte, error) {
 
 func (c Config) norm() normConfig {
 	n := normConfig{
-		Listen:        c.listen,
-		Auth:          normAuth{CallerTokens: make([]string, len(c.auth.callerTokens))},
-		Limits:        normLimits(c.limits),
+		Listen: c.listen,
+		Auth:   normAuth{CallerTokens: make([]string, len(c.auth.callerTokens))},
+		Limits: normLimits{MaxBodyBytes: c.limits.MaxBodyBytes, MaxInflightBodyBytes: c.limits.MaxInflightBodyBytes,
+			MaxAudioBytes: c.limits.MaxAudioBytes, CallerBodyShare: c.limits.CallerBodySharePercent,
+			MinUploadRate: c.limits.MinUploadBytesPerSecond, MinUploadGrace: fmtDuration(c.limits.MinUploadGrace)},
 		ShutdownGrace: fmtDuration(c.shutdownGrace),
 		Log:           normLog(c.log),
 		DecisionLog: normDecisionLog{RingSize: c.decisionLog.RingSize, JSONLPath: c.decisionLog.JSONLPath,

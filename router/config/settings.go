@@ -19,6 +19,14 @@ const (
 	defaultMaxInflightBodyBytes, maxMaxInflightBodyBytes = 64 << 20, 8 << 30
 	// A 25 MiB file (OpenAI's and vLLM's bound of one audio file) and the rest of its form.
 	defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes = 26 << 20, 1 << 10, 1 << 30
+	// The fair body budget. One caller holds at most a quarter of the in-flight budget, so one
+	// caller's slow bodies cannot starve the others. A body must arrive at 16 KiB/s on average after
+	// a 10 s grace: far below any uplink that can send a 25 MiB audio file within upstream.timeout
+	// (10 min needs 43.7 KiB/s), so the rule never refuses an upload the timeout would let through,
+	// and a stalled body gives its share back after about 10 s instead of the 1 min read timeout.
+	defaultCallerBodyShare, minCallerBodyShare, maxCallerBodyShare = 25, 0, 100
+	defaultMinUploadRate, minMinUploadRate, maxMinUploadRate       = 16 << 10, 0, 1 << 30
+	defaultMinUploadGrace, minMinUploadGrace, maxMinUploadGrace    = 10 * time.Second, time.Second, 10 * time.Minute
 
 	defaultConnectTimeout, minConnectTimeout, maxConnectTimeout       = 5 * time.Second, 100 * time.Millisecond, time.Minute
 	defaultFirstByteTimeout, minFirstByteTimeout, maxFirstByteTimeout = 2 * time.Minute, time.Second, time.Hour
@@ -104,6 +112,25 @@ func buildLimits(r *LimitsDoc, c *Config) (err error) {
 		return err
 	}
 	c.limits.MaxAudioBytes, err = intIn(r.MaxAudioBytes, defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes, "limits.max_audio_bytes")
+	if err != nil {
+		return err
+	}
+	return buildFairBudget(r, &c.limits)
+}
+
+// buildFairBudget validates the caller share and the minimum upload rate.
+func buildFairBudget(r *LimitsDoc, l *Limits) (err error) {
+	l.CallerBodySharePercent, err = intIn(r.CallerBodySharePercent, defaultCallerBodyShare, minCallerBodyShare,
+		maxCallerBodyShare, "limits.caller_body_share_percent")
+	if err != nil {
+		return err
+	}
+	l.MinUploadBytesPerSecond, err = intIn(r.MinUploadBytesPerSecond, defaultMinUploadRate, minMinUploadRate,
+		maxMinUploadRate, "limits.min_upload_bytes_per_second")
+	if err != nil {
+		return err
+	}
+	l.MinUploadGrace, err = durIn(r.MinUploadGrace, defaultMinUploadGrace, minMinUploadGrace, maxMinUploadGrace, "limits.min_upload_grace")
 	return err
 }
 

@@ -60,13 +60,14 @@ func (s *Server) openForm(c *gin.Context, g *generation) (*audioform.Form, bool)
 	}
 	// An upload may take longer than the server's read timeout for ordinary bodies: the attempt's own
 	// bound applies instead.
-	_ = http.NewResponseController(c.Writer).SetReadDeadline(time.Now().Add(g.cfg.Upstream().Timeout))
-	body := http.MaxBytesReader(c.Writer, c.Request.Body, lim.MaxAudioBytes)
+	bound := time.Now().Add(g.cfg.Upstream().Timeout)
+	_ = http.NewResponseController(c.Writer).SetReadDeadline(bound)
+	body := http.MaxBytesReader(c.Writer, io.NopCloser(s.bodyReader(c, lim, bound)), lim.MaxAudioBytes)
 	flim := audioform.DefaultLimits()
 	flim.MaxHeadBytes = lim.MaxBodyBytes
 	form, err := audioform.Open(body, c.GetHeader("Content-Type"), flim)
 	if err != nil {
-		abort(c, formError(err))
+		abort(c, s.formRefused(c, err))
 		return nil, false
 	}
 	return form, true
@@ -106,7 +107,7 @@ func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, e
 	})
 	encErr := s.joinEncoder(c, enc)
 	if errors.Is(res.Err, relay.ErrRequestBody) {
-		e := formError(encErr)
+		e := s.formRefused(c, encErr)
 		abort(c, e)
 		at.Relayed(res.Outcome, e.status, res.FirstByte)
 		return
@@ -168,12 +169,25 @@ func (w uploadWriter) Flush() {
 
 func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
+// formRefused is formError, counting an upload cut for its rate in the caller's body refusals.
+func (s *Server) formRefused(c *gin.Context, err error) apiError {
+	e := formError(err)
+	if e == errTooSlow {
+		_, caller := s.callerOf(c, s.genOf(c))
+		s.metrics.bodyRefused(caller, bodyRefusedTooSlow)
+	}
+	return e
+}
+
 // formError maps a refused form: over the bound is 413, a body that could not be read is 400, every
 // form rule is its fixed 400.
 func formError(err error) apiError {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
 		return errAudioTooLarge
+	}
+	if errors.Is(err, errUploadTooSlow) {
+		return errTooSlow
 	}
 	if r, ok := refusalOf(stageForm, err); ok {
 		return r.answer

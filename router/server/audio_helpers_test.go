@@ -32,6 +32,12 @@ type audioRig struct {
 // extra is YAML added at the top level (limits, upstream).
 func startAudioRig(t *testing.T, extra string, tweak func(*fakevllm.Options)) *audioRig {
 	t.Helper()
+	return startAudioRigWith(t, extra, tweak, routerOptions{})
+}
+
+// startAudioRigWith is startAudioRig with the router's options.
+func startAudioRigWith(t *testing.T, extra string, tweak func(*fakevllm.Options), o routerOptions) *audioRig {
+	t.Helper()
 	opts := fakevllm.Options{Models: []string{whisperModel}, Profile: engine.TinyProfile(), Seed: 7}
 	if tweak != nil {
 		tweak(&opts)
@@ -49,7 +55,7 @@ func startAudioRig(t *testing.T, extra string, tweak func(*fakevllm.Options)) *a
 	for i, m := range rig.replicas {
 		fmt.Fprintf(&b, "      - {id: m%02d, endpoint: %s}\n", i, m.URL())
 	}
-	rig.r = startRouter(t, b.String())
+	rig.r = startRouterWith(t, b.String(), o)
 	return rig
 }
 

@@ -2,13 +2,34 @@ package server
 
 import "sync/atomic"
 
-// budget bounds the request-body bytes being read and parsed at once. It never queues: a request that
-// does not fit is refused at once (503 and Retry-After), so a burst of large bodies costs a bounded
-// amount of memory and waiting callers hold nothing. It is lock-free.
+// budget bounds the request-body bytes being read and parsed at once, in total and per caller. It
+// never queues: a request that does not fit is refused at once (503 and Retry-After), so a burst of
+// large bodies costs a bounded amount of memory and waiting callers hold nothing. It is lock-free.
+//
+// The per-caller share is what keeps one caller from starving the others (issue 26): a caller's
+// bodies together never hold more than the share, so the rest of the budget stays open to everyone
+// else however many slow bodies that caller keeps open.
 type budget struct {
 	limit atomic.Int64 // a reload may move it: bodies in flight keep what they took
+	share atomic.Int64 // the most one caller may hold; 0: no per-caller bound
 	used  atomic.Int64
 }
+
+// holder is one caller's part of the budget. It outlives generations (the generation that built it
+// hands it to the next while the caller's token stays configured), so a reload never forgets what a
+// caller's bodies in flight hold.
+type holder struct {
+	used atomic.Int64
+}
+
+// A refusal of take.
+type budgetRefusal uint8
+
+const (
+	budgetOK          budgetRefusal = iota
+	budgetCallerShare               // the caller's bodies already hold its share
+	budgetExhausted                 // the whole budget is held
+)
 
 func newBudget(limit int64) *budget {
 	b := &budget{}
@@ -16,25 +37,61 @@ func newBudget(limit int64) *budget {
 	return b
 }
 
-// setLimit moves the bound. Bytes already taken stay taken; a lowered bound refuses new bodies until
-// the ones in flight are under it.
-func (b *budget) setLimit(limit int64) { b.limit.Store(limit) }
+// setLimits moves the bounds. Bytes already taken stay taken; a lowered bound refuses new bodies
+// until the ones in flight are under it.
+func (b *budget) setLimits(limit, share int64) {
+	b.limit.Store(limit)
+	b.share.Store(share)
+}
 
-// take reserves n bytes, or reports false when they do not fit.
-func (b *budget) take(n int64) bool {
+// callerShare is the most one caller may hold under limit: percent of it, but never less than one
+// largest body (maxBody), which must always be readable; 0 when the share is off (percent 0) or
+// there is nobody to share with (fewer than two callers).
+func callerShare(limit, percent, maxBody int64, callers int) int64 {
+	if percent == 0 || callers < 2 {
+		return 0
+	}
+	return min(limit, max(limit*percent/100, maxBody))
+}
+
+// take reserves n bytes for h: first within h's share, then within the whole budget. A refusal
+// reserves nothing.
+func (b *budget) take(h *holder, n int64) budgetRefusal {
+	if share := b.share.Load(); share > 0 {
+		if !reserve(&h.used, n, share) {
+			return budgetCallerShare
+		}
+	} else {
+		h.used.Add(n) // counted still, for the metrics and for a share switched on later
+	}
+	if !reserve(&b.used, n, b.limit.Load()) {
+		h.used.Add(-n)
+		return budgetExhausted
+	}
+	return budgetOK
+}
+
+// reserve adds n to used when the sum stays within limit.
+func reserve(used *atomic.Int64, n, limit int64) bool {
 	for {
-		used := b.used.Load()
-		if used+n > b.limit.Load() {
+		u := used.Load()
+		if u+n > limit {
 			return false
 		}
-		if b.used.CompareAndSwap(used, used+n) {
+		if used.CompareAndSwap(u, u+n) {
 			return true
 		}
 	}
 }
 
-// give returns n bytes taken earlier.
-func (b *budget) give(n int64) { b.used.Add(-n) }
+// give returns n bytes h took earlier.
+func (b *budget) give(h *holder, n int64) {
+	h.used.Add(-n)
+	b.used.Add(-n)
+}
 
 // inUse reports the bytes reserved now, for tests and operator surfaces.
 func (b *budget) inUse() int64 { return b.used.Load() }
+
+// held reports the bytes h's bodies hold now.
+func (h *holder) held() int64 { return h.used.Load() }

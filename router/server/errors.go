@@ -24,6 +24,8 @@ var (
 	errForbiddenAdmin  = apiError{http.StatusUnauthorized, "missing or invalid admin token", "authentication_error", "invalid_admin_token"}
 	errTooLarge        = apiError{http.StatusRequestEntityTooLarge, "request body is too large", "invalid_request_error", "request_too_large"}
 	errBusy            = apiError{http.StatusServiceUnavailable, "the router is reading too many request bodies right now; retry shortly", "service_unavailable", "body_budget_exhausted"}
+	errCallerBusy      = apiError{http.StatusServiceUnavailable, "this caller's request bodies already hold its share of the router's body budget; retry shortly", "service_unavailable", "caller_body_share_exhausted"}
+	errTooSlow         = apiError{http.StatusRequestTimeout, "request body arrived slower than the router's minimum upload rate", "invalid_request_error", "upload_too_slow"}
 	errUnreadable      = apiError{http.StatusBadRequest, "request body could not be read", "invalid_request_error", "invalid_body"}
 	errUnknownAlias    = apiError{http.StatusNotFound, routing.ErrUnknownAlias.Error(), "invalid_request_error", "model_not_found"}
 	errQuiesced        = apiError{http.StatusServiceUnavailable, "the model is not admitting requests right now", "service_unavailable", "quiesced"}

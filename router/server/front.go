@@ -161,13 +161,15 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 	}
 }
 
-// parse reads and decodes the body once, within the body limit and the in-flight budget. Both are
-// checked before the first byte is read: a declared length over the limit gets 413, and a body that
-// does not fit the budget gets 503, without a "100 Continue" (net/http sends it only when the handler
-// first reads) and without a byte of the body in memory. The budget is held for the read and the
-// parse; an admitted request's body then lives as long as its lease, which admission bounds.
+// parse reads and decodes the body once, within the body limit, the in-flight budget and the caller's
+// share of it. They are checked before the first byte is read: a declared length over the limit gets
+// 413, and a body that does not fit the budget or the share gets 503, without a "100 Continue"
+// (net/http sends it only when the handler first reads) and without a byte of the body in memory.
+// The budget is held for the read and the parse; an admitted request's body then lives as long as
+// its lease, which admission bounds. A body slower than the minimum upload rate is cut with 408.
 func (s *Server) parse(c *gin.Context, g *generation, ep request.Endpoint) (request.Request, bool) {
-	limit, declared := g.cfg.Limits().MaxBodyBytes, c.Request.ContentLength
+	lim := g.cfg.Limits()
+	limit, declared := lim.MaxBodyBytes, c.Request.ContentLength
 	if declared > limit {
 		abort(c, errTooLarge)
 		return request.Request{}, false
@@ -176,15 +178,20 @@ func (s *Server) parse(c *gin.Context, g *generation, ep request.Endpoint) (requ
 	if declared >= 0 {
 		reserve = declared
 	}
-	if !s.bodies.take(reserve) {
-		abort(c, errBusy)
+	h, caller := s.callerOf(c, g)
+	if refused := s.bodies.take(h, reserve); refused != budgetOK {
+		s.bodyRefused(c, caller, refused)
 		return request.Request{}, false
 	}
-	defer s.bodies.give(reserve)
-	body, err := readBody(c.Request.Body, declared, limit)
+	defer s.bodies.give(h, reserve)
+	body, err := readBody(s.bodyReader(c, lim, time.Now().Add(bodyReadTimeout)), declared, limit)
 	switch {
 	case errors.Is(err, errBodyTooLarge):
 		abort(c, errTooLarge)
+		return request.Request{}, false
+	case errors.Is(err, errUploadTooSlow):
+		s.metrics.bodyRefused(caller, bodyRefusedTooSlow)
+		abort(c, errTooSlow)
 		return request.Request{}, false
 	case err != nil:
 		abort(c, errUnreadable)
@@ -196,6 +203,27 @@ func (s *Server) parse(c *gin.Context, g *generation, ep request.Endpoint) (requ
 		return request.Request{}, false
 	}
 	return req, true
+}
+
+// bodyReader is the request's body under the minimum upload rate of lim; bound is the read deadline
+// the body has without it.
+func (s *Server) bodyReader(c *gin.Context, lim config.Limits, bound time.Time) io.Reader {
+	if lim.MinUploadBytesPerSecond == 0 {
+		return c.Request.Body
+	}
+	rule := minRate{perSecond: lim.MinUploadBytesPerSecond, grace: lim.MinUploadGrace}
+	return newRateReader(c.Request.Body, rule, s.clock, bodyDeadline(c.Writer), bound)
+}
+
+// bodyRefused answers and counts a body the budget refused.
+func (s *Server) bodyRefused(c *gin.Context, caller string, refused budgetRefusal) {
+	if refused == budgetCallerShare {
+		s.metrics.bodyRefused(caller, bodyRefusedShare)
+		abort(c, errCallerBusy)
+		return
+	}
+	s.metrics.bodyRefused(caller, bodyRefusedBudget)
+	abort(c, errBusy)
 }
 
 var errBodyTooLarge = errors.New("server: request body over the limit")

@@ -24,18 +24,21 @@ import (
 // on arrival (arrive), and keeps it to the end, unless its admission raced a reload (then it moves
 // to the generation in force before it is admitted: see admit).
 type generation struct {
-	number   uint64
-	cfg      config.Config
-	digest   string // sha256 hex of the config file; "" when none
-	router   *routing.Router
-	relay    *relay.Relay
-	client   *http.Client // the relay's: a new one only when upstream.connect_timeout changes
-	plan     []capacity.TierSpec
-	sources  capacity.Sources
-	callers  []config.Secret
-	admin    []config.Secret
-	ids      secretFilter // the credentials above and the tiers' upstream keys, which no caller ID may carry
-	loadedAt time.Time
+	number  uint64
+	cfg     config.Config
+	digest  string // sha256 hex of the config file; "" when none
+	router  *routing.Router
+	relay   *relay.Relay
+	client  *http.Client // the relay's: a new one only when upstream.connect_timeout changes
+	plan    []capacity.TierSpec
+	sources capacity.Sources
+	callers []config.Secret
+	// callerKeys and holders are each caller token's identity and budget holder, in callers' order.
+	callerKeys []tokenKey
+	holders    []*holder
+	admin      []config.Secret
+	ids        secretFilter // the credentials above and the tiers' upstream keys, which no caller ID may carry
+	loadedAt   time.Time
 
 	done chan struct{}              // closed when the next generation is in force
 	next atomic.Pointer[generation] // set before done is closed
@@ -53,6 +56,7 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 	if t := cfg.AdminToken(); !t.IsZero() {
 		g.admin = []config.Secret{t}
 	}
+	g.callerKeys, g.holders = adoptHolders(s.gen.Load(), g.callers)
 	g.sources = capacity.Sources{Admission: router.Admission(), Health: healthNow{router, s.now},
 		Readiness: s.prober.State(), Decisions: s.decisions}
 	if cache == nil {
@@ -65,6 +69,13 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 		g.sources = s.view(g.sources)
 	}
 	return g
+}
+
+// applyLimits moves the body budget to g's limits. Bodies in flight keep what they took.
+func (s *Server) applyLimits(g *generation) {
+	l := g.cfg.Limits()
+	s.bodies.setLimits(l.MaxInflightBodyBytes, callerShare(l.MaxInflightBodyBytes, l.CallerBodySharePercent, l.MaxBodyBytes, len(g.callers)))
+	s.metrics.seedCallers(len(g.callers))
 }
 
 // current is the generation in force.

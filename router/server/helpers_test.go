@@ -231,11 +231,17 @@ type routerOptions struct {
 	writer func(http.ResponseWriter, *http.Request) http.ResponseWriter
 	view   func(capacity.Sources) capacity.Sources // wraps what the capacity views read
 	server server.Options                          // the rest (an intent file system, ...); logger wins
+	env    func(string) (string, bool)             // the environment the config is read with; nil: env
+	body   func(io.ReadCloser) io.ReadCloser       // wraps every request body before the router reads it
 }
 
 func startRouterWith(t testing.TB, yaml string, o routerOptions) *router {
 	t.Helper()
-	cfg, err := load.Parse([]byte(yaml), env)
+	lookup := env
+	if o.env != nil {
+		lookup = o.env
+	}
+	cfg, err := load.Parse([]byte(yaml), lookup)
 	require.NoError(t, err)
 	opts := o.server
 	if o.logger != nil {
@@ -251,6 +257,9 @@ func startRouterWith(t testing.TB, yaml string, o routerOptions) *router {
 		defer func() { r.done <- req.URL.Path }() // also when the handler aborts the connection
 		if o.writer != nil {
 			w = o.writer(w, req)
+		}
+		if o.body != nil {
+			req.Body = o.body(req.Body)
 		}
 		h.ServeHTTP(w, req)
 	}))

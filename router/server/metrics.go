@@ -37,6 +37,7 @@ type metrics struct {
 	reloadOK      prometheus.Gauge
 	reloadOKAt    prometheus.Gauge
 	callerIDs     *prometheus.CounterVec // result: kept, malformed, secret
+	bodyRefusals  *prometheus.CounterVec // caller, reason (bodymetrics.go)
 	pendingOnce   sync.Once
 }
 
@@ -88,8 +89,9 @@ func newMetrics() *metrics {
 		m.reloads.WithLabelValues(r)
 	}
 	m.callerIDs = newCallerIDCounter()
+	m.bodyRefusals = newBodyRefusals()
 	m.registry.MustRegister(m.requests, m.duration, m.firstByte, m.attempts, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds,
-		m.reloads, m.reloadOK, m.reloadOKAt, m.callerIDs,
+		m.reloads, m.reloadOK, m.reloadOKAt, m.callerIDs, m.bodyRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }

@@ -91,26 +91,30 @@ func (s *Server) authenticate() gin.HandlerFunc {
 			c.Next()
 			return
 		}
-		if !matches(c, secrets) {
+		i, ok := matching(c, secrets)
+		if !ok {
 			s.log.Info("request refused: authentication", "request_id", requestID(c), "scope", scope,
 				"route", c.FullPath(), "status", refusal.status)
 			abort(c, refusal)
 			return
+		}
+		if scope == "front" {
+			c.Set(ctxCaller, i) // the fair body budget's caller (callers.go)
 		}
 		s.correlate(c, g)
 		c.Next()
 	}
 }
 
-// matches reports whether the request's bearer token is one of secrets. Every secret is compared, in
-// constant time per comparison, so timing does not reveal which one matched.
-func matches(c *gin.Context, secrets []config.Secret) bool {
+// matching reports which of secrets the request's bearer token is, if any. Every secret is compared,
+// in constant time per comparison, so timing does not reveal which one matched.
+func matching(c *gin.Context, secrets []config.Secret) (int, bool) {
 	token, ok := bearer(c)
-	matched := false
-	for _, s := range secrets {
+	matched := -1
+	for i, s := range secrets {
 		if ok && s.Matches(token) {
-			matched = true
+			matched = i
 		}
 	}
-	return matched
+	return matched, matched >= 0
 }

@@ -137,15 +137,16 @@ func (s *Server) prepare(ctx context.Context, cur *generation, cfg config.Config
 	if cfg.Upstream().ConnectTimeout != cur.cfg.Upstream().ConnectTimeout {
 		client = &http.Client{Transport: transport(cfg.Upstream().ConnectTimeout, s.opts.Dial)}
 	}
+	next := s.newGeneration(cfg, digest, router, client, cache)
 	commit := func() {
-		s.bodies.setLimit(cfg.Limits().MaxInflightBodyBytes)
+		s.applyLimits(next)
 		s.cert.Store(cert)
 		if cache != nil {
 			s.pressure.Store(cache)
 			s.metrics.watchPending(cache)
 		}
 	}
-	return s.newGeneration(cfg, digest, router, client, cache), changes, commit, nil
+	return next, changes, commit, nil
 }
 
 // diffLines is config.Diff as the answer and GET /admin/v1/config carry it: one line a change, an

@@ -52,10 +52,13 @@ type Server struct {
 	engine    *gin.Engine
 	page      *statuspage.Page // the operator status page's embedded files, served without a token
 	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
-	clock     func() time.Time
-	started   time.Time
-	probed    atomic.Bool    // the first readiness round has completed
-	inflight  sync.WaitGroup // handlers still running
+	// unknownCaller holds the bodies of a request whose caller authenticate did not record (none on
+	// the /v1 routes, which all authenticate).
+	unknownCaller *holder
+	clock         func() time.Time
+	started       time.Time
+	probed        atomic.Bool    // the first readiness round has completed
+	inflight      sync.WaitGroup // handlers still running
 
 	workers    context.Context // background work (probes of added members) ends with it
 	stopWork   context.CancelFunc
@@ -107,7 +110,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
 	s := &Server{opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), client: client, view: view,
-		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), unknownCaller: &holder{}}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -143,6 +146,8 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		return nil, err
 	}
 	s.gen.Store(s.newGeneration(cfg, opts.ConfigDigest, router, client, nil))
+	s.applyLimits(s.current())
+	s.metrics.registry.MustRegister(newHeldCollector(s))
 	if err := s.restoreIntent(cfg, opts.IntentFS); err != nil {
 		_ = s.Close()
 		return nil, err

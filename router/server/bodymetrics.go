@@ -1,0 +1,63 @@
+package server
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// The fair body budget's metrics. The caller label is callerLabel's ("caller-1".."caller-32",
+// "other"): bounded by the configuration, never by what a request says.
+
+// Reasons of anvil_router_body_refusals_total.
+const (
+	bodyRefusedShare   = "caller_share" // the caller's bodies held its share (503 caller_body_share_exhausted)
+	bodyRefusedBudget  = "budget"       // the whole budget was held (503 body_budget_exhausted)
+	bodyRefusedTooSlow = "too_slow"     // cut for the minimum upload rate (408 upload_too_slow)
+)
+
+var bodyRefusalReasons = []string{bodyRefusedShare, bodyRefusedBudget, bodyRefusedTooSlow}
+
+func newBodyRefusals() *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_body_refusals_total",
+		Help: "Request bodies refused by the in-flight body budget or cut for the minimum upload rate, by caller and reason (caller_share, budget, too_slow)."},
+		[]string{"caller", "reason"})
+}
+
+// bodyRefused counts one refused or cut body of caller.
+func (m *metrics) bodyRefused(caller, reason string) {
+	m.bodyRefusals.WithLabelValues(caller, reason).Inc()
+}
+
+// seedCallers makes every caller label of n callers present with every reason, so a dashboard sees
+// zeros before the first refusal.
+func (m *metrics) seedCallers(n int) {
+	for _, c := range callerLabels(n) {
+		for _, r := range bodyRefusalReasons {
+			m.bodyRefusals.WithLabelValues(c, r)
+		}
+	}
+}
+
+// heldCollector reports, at scrape time, the bytes each caller's bodies hold in the budget now, read
+// from the generation in force.
+type heldCollector struct {
+	desc *prometheus.Desc
+	s    *Server
+}
+
+func newHeldCollector(s *Server) heldCollector {
+	return heldCollector{s: s, desc: prometheus.NewDesc("anvil_router_body_budget_held_bytes",
+		"Bytes of the in-flight body budget the caller's request bodies hold now.", []string{"caller"}, nil)}
+}
+
+func (h heldCollector) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
+
+func (h heldCollector) Collect(ch chan<- prometheus.Metric) {
+	g := h.s.current()
+	labels := callerLabels(len(g.holders))
+	held := make([]int64, len(labels))
+	for i, hd := range g.holders {
+		held[min(i, len(labels)-1)] += hd.held()
+	}
+	held[len(labels)-1] += h.s.unknownCaller.held()
+	for i, l := range labels {
+		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(held[i]), l)
+	}
+}
