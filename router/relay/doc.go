@@ -75,6 +75,8 @@
 //	                                        up to 50 ms for the upstream response to end (never relaying
 //	                                        anything after [DONE]), so the connection is kept for the
 //	                                        next request
+//	  data: [DONE] after an error event     not relayed (vLLM sends one after its error event): the stream
+//	                                        ends with the error event; the outcome is the error's
 //	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
 //	  audio terminal event                  transcript.text.done or speech.audio.done (OpenAI's audio
 //	                                        streams), then upstream EOF: success
@@ -89,7 +91,8 @@
 //	  overall timeout mid-stream            data: {"error":{...,"code":"upstream_timeout"}}, then EOF
 //	  client canceled mid-stream            nothing more (the upstream request is canceled)
 //
-// An error event is never followed by data: [DONE]: [DONE] means a complete stream.
+// An error event, the upstream's or the relay's, is never followed by data: [DONE]: [DONE] means a
+// complete stream, so a caller that trusts it is never told an errored stream succeeded.
 //
 // # Upstream keys never reach the caller
 //

@@ -39,6 +39,13 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 		}
 		raw, flush := ev.raw, info.done || !er.eventBuffered()
 		switch {
+		case info.done && s.noted:
+			// [DONE] says the stream completed, and it did not: the caller already has its error event.
+			// vLLM sends one after its error event (vllm/entrypoints/openai/serving_chat.py at 003fe59,
+			// chat_completion_stream_generator: the except branch yields "data: {error}" and then falls
+			// through to the final yield "data: [DONE]"), so it is dropped, not relayed: the stream ends
+			// with the error event, which is flushed now.
+			raw = nil
 		case info.failed:
 			f := failure{decisionlog.EndErrorEvent, ErrUpstreamErrorEvent}
 			s.note(f)
@@ -60,7 +67,7 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 			return false
 		}
 		if info.done {
-			s.end(failure{}) // [DONE]: complete; anything after it is not relayed
+			s.end(failure{}) // [DONE]: complete (or the error noted); anything after it is not relayed
 			return true
 		}
 	}
