@@ -20,8 +20,9 @@ import (
 //
 // With no key the scan is off: feed finds nothing and pending is 0, at no cost. A keyScan is reused
 // across attempts (it lives in the pooled eventReader): reset rebuilds its tables only when the key
-// changes, so a keyed tier's attempts allocate nothing for it.
+// changes (an attempt without a key keeps them), so a keyed tier's attempts allocate nothing for it.
 type keyScan struct {
+	on    bool // the attempt has a key
 	key   string
 	forms []keyForm
 }
@@ -37,6 +38,9 @@ type keyForm struct {
 
 // reset prepares the scan for a new attempt with key ("" turns it off).
 func (s *keyScan) reset(key string) {
+	if s.on = key != ""; !s.on {
+		return
+	}
 	if key != s.key {
 		s.key = key
 		s.build()
@@ -48,9 +52,6 @@ func (s *keyScan) reset(key string) {
 
 func (s *keyScan) build() {
 	s.forms = s.forms[:0]
-	if s.key == "" {
-		return
-	}
 	s.add([]byte(s.key))
 	html, _ := json.Marshal(s.key) // a string always marshals
 	s.add(html[1 : len(html)-1])
@@ -64,6 +65,9 @@ func (s *keyScan) build() {
 
 // contains reports whether b, a piece that stands alone (a header value), holds the key in any form.
 func (s *keyScan) contains(b string) bool {
+	if !s.on {
+		return false
+	}
 	for _, f := range s.forms {
 		if strings.Contains(b, f.s) {
 			return true
@@ -98,6 +102,9 @@ func (s *keyScan) add(b []byte) {
 // feed scans the next piece of the relayed bytes and reports whether the key, in any form, now occurs
 // in everything fed since reset. Once it has reported true the scan is spent until the next reset.
 func (s *keyScan) feed(p []byte) bool {
+	if !s.on {
+		return false
+	}
 	for i := range s.forms {
 		if s.forms[i].feed(p) {
 			return true
@@ -109,6 +116,9 @@ func (s *keyScan) feed(p []byte) bool {
 // pending is how many trailing bytes of what was fed may still begin the key: a relay that holds them
 // back, and writes them only once more bytes show they do not, never sends a byte of the key.
 func (s *keyScan) pending() int {
+	if !s.on {
+		return 0
+	}
 	n := 0
 	for i := range s.forms {
 		n = max(n, s.forms[i].q)

@@ -46,6 +46,13 @@ func TestKeyScanReset(t *testing.T) {
 	s.reset("other-key")
 	assert.Equal(t, []string{"other-key"}, formsOf(s))
 	assert.True(t, s.feed([]byte("an other-key")))
+
+	s.reset("") // an attempt without a key: the scan is off, the tables stay for the next keyed one
+	assert.False(t, s.feed([]byte("an other-key")))
+	assert.False(t, s.contains("other-key"))
+	assert.Zero(t, s.pending())
+	s.reset("other-key")
+	assert.True(t, s.feed([]byte("other-key")))
 }
 
 // TestKeyScanEverySplit: the key inside ordinary text, cut into two or three pieces at every pair of
