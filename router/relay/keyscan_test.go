@@ -134,6 +134,21 @@ func FuzzKeyScan(f *testing.F) {
 	})
 }
 
+// BenchmarkKeyScanOrdinary1KiB is the scan's share of BenchmarkOrdinary1KiBKeyed: one feed of the body,
+// one look at the Content-Type.
+func BenchmarkKeyScanOrdinary1KiB(b *testing.B) {
+	body := ordinary1KiB()
+	s := newKeyScan(benchKey)
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s.reset(benchKey)
+		if s.feed(body) || s.contains("application/json") {
+			b.Fatal("found a key that is not there")
+		}
+	}
+}
+
 // BenchmarkKeyScanSSE64 is the scan's share of BenchmarkSSE64Keyed: its 65 events, one feed each.
 func BenchmarkKeyScanSSE64(b *testing.B) {
 	events := bytes.SplitAfter(sse64(), []byte("\n\n"))
