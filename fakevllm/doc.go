@@ -7,8 +7,8 @@
 // GET /v1/models, /health, /version, /metrics; GET, PUT and POST
 // /admin/faults. Every POST route is an engine request: it passes the same
 // gates and faults (slow start, engine death, forced and random HTTP errors,
-// step slowdown, stream truncation) and shows on /metrics like any vLLM
-// request.
+// step slowdown, stream truncation, a malformed frame, a stream ended by
+// vLLM's error frame and [DONE]) and shows on /metrics like any vLLM request.
 //
 // Every answer, on every route, carries the header X-Anvil-Fakevllm
 // (IdentityHeader), which a real vLLM never sends: anvil-qualify labels a run

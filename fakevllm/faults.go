@@ -40,6 +40,9 @@ type Faults struct {
 	Truncate StreamFault `json:"truncate,omitzero" yaml:"truncate,omitempty"`
 	// Malformed replaces data frame Chunk of a stream by invalid JSON.
 	Malformed StreamFault `json:"malformed,omitzero" yaml:"malformed,omitempty"`
+	// ErrorEvent ends a stream in place of data frame Chunk the way vLLM ends one whose generator
+	// raised: an error frame {"error":{...,"code":500}} and then data: [DONE].
+	ErrorEvent StreamFault `json:"error_event,omitzero" yaml:"error_event,omitempty"`
 	// Metrics breaks GET /metrics.
 	Metrics MetricsFault `json:"metrics,omitzero" yaml:"metrics,omitempty"`
 	// KVBlocks limits the usable KV blocks (a KV squeeze); 0 means the profile's.
@@ -125,6 +128,9 @@ func (f Faults) Normalize() (Faults, error) {
 		return Faults{}, err
 	}
 	if out.Malformed, err = out.Malformed.normalize("malformed"); err != nil {
+		return Faults{}, err
+	}
+	if out.ErrorEvent, err = out.ErrorEvent.normalize("error_event"); err != nil {
 		return Faults{}, err
 	}
 	if out.Metrics, err = out.Metrics.normalize(); err != nil {

@@ -210,6 +210,24 @@ func TestFaultMalformedChunk(t *testing.T) {
 	assert.Equal(t, "[DONE]", frames[len(frames)-1].data)
 }
 
+// TestFaultErrorEvent: the stream ends as vLLM's does when its generator raises: the error frame in
+// place of frame 2, then [DONE], then a clean end; the request is aborted in the engine.
+func TestFaultErrorEvent(t *testing.T) {
+	o := tinyOptions()
+	o.Faults = Faults{ErrorEvent: StreamFault{Chunk: 2}}
+	m := startLoopback(t, o)
+	resp := post(t, context.Background(), http.DefaultClient, m.url+"/v1/chat/completions", chatReq("x", 50, `"stream":true,"ignore_eos":true`))
+	frames, err := newSSEReader(resp.Body).all()
+	resp.Body.Close()
+	require.NoError(t, err, "a clean end, as vLLM's")
+	require.Len(t, frames, 3)
+	assert.True(t, strings.HasPrefix(frames[0].data, `{"id":"chatcmpl-`))
+	assert.JSONEq(t, `{"error":{"message":"the engine raised while streaming","type":"InternalServerError","param":null,"code":500}}`, frames[1].data)
+	assert.Equal(t, "[DONE]", frames[2].data)
+	em := m.srv.Metrics()
+	assert.Equal(t, uint64(1), em.Success.Abort, "the failed request is aborted in the engine")
+}
+
 func TestFaultMetrics(t *testing.T) {
 	parse := func(body []byte) error {
 		p := expfmt.NewTextParser(model.LegacyValidation)

@@ -21,12 +21,13 @@ slow_start: 1.5s
 step_time_multiplier: 2
 truncate: {chunk: 3}
 malformed: {chunk: 2, rate: 0.5}
+error_event: {chunk: 4}
 metrics: {mode: slow}
 kv_blocks: 10
 `
 	jsonDoc := `{"http_errors":[{"status":503,"rate":0.25},{"status":429,"rate":0.5}],"engine_dead":true,
 "slow_start":"1.5s","step_time_multiplier":2,"truncate":{"chunk":3},"malformed":{"chunk":2,"rate":0.5},
-"metrics":{"mode":"slow"},"kv_blocks":10}`
+"error_event":{"chunk":4},"metrics":{"mode":"slow"},"kv_blocks":10}`
 	fy, err := ParseFaults([]byte(yamlDoc))
 	require.NoError(t, err)
 	fj, err := ParseFaults([]byte(jsonDoc))
@@ -34,6 +35,7 @@ kv_blocks: 10
 	assert.Equal(t, fy, fj)
 	assert.Equal(t, Duration(1500*time.Millisecond), fy.SlowStart)
 	assert.Equal(t, 1.0, fy.Truncate.Rate, "rate defaults to 1 when a chunk is set")
+	assert.Equal(t, StreamFault{Chunk: 4, Rate: 1}, fy.ErrorEvent)
 	assert.Equal(t, Duration(DefaultMetricsDelay), fy.Metrics.Delay, "slow metrics default delay")
 
 	// GET /admin/faults output round-trips through ParseFaults.

@@ -13,6 +13,7 @@ const (
 	streamHTTPError uint64 = iota + 1
 	streamTruncate
 	streamMalformed
+	streamErrorEvent
 )
 
 // faultState is a member's live faults: the configuration, the moment the
@@ -25,6 +26,7 @@ type faultState struct {
 	httpRand  *rand.Rand
 	truncRand *rand.Rand
 	malRand   *rand.Rand
+	errRand   *rand.Rand
 }
 
 func newFaultState(seed uint64) *faultState {
@@ -32,6 +34,7 @@ func newFaultState(seed uint64) *faultState {
 		httpRand:  rand.New(rand.NewPCG(seed, streamHTTPError)),
 		truncRand: rand.New(rand.NewPCG(seed, streamTruncate)),
 		malRand:   rand.New(rand.NewPCG(seed, streamMalformed)),
+		errRand:   rand.New(rand.NewPCG(seed, streamErrorEvent)),
 	}
 }
 
@@ -88,7 +91,7 @@ func (s *faultState) drawHTTPError() int {
 	return 0
 }
 
-// drawStreamPlan decides one stream's truncation and malformed frame.
+// drawStreamPlan decides one stream's truncation, malformed frame and error event.
 func (s *faultState) drawStreamPlan() streamPlan {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,6 +101,9 @@ func (s *faultState) drawStreamPlan() streamPlan {
 	}
 	if m := s.f.Malformed; m.Chunk > 0 && s.malRand.Float64() < m.Rate {
 		p.malformedAt = m.Chunk
+	}
+	if e := s.f.ErrorEvent; e.Chunk > 0 && s.errRand.Float64() < e.Rate {
+		p.errorAt = e.Chunk
 	}
 	return p
 }

@@ -59,11 +59,14 @@
 //	                                        unchanged; non-2xx is outcome upstream_http_error, except:
 //	  401 or 403 from a keyed upstream      502 with a fixed error (Err = ErrUpstreamCredentials)
 //	  error carrying the upstream key       upstream status and clean Retry-After, fixed error body
+//	  2xx carrying the whole upstream key   502 with a fixed error (Err = ErrUpstreamKeyEcho)
 //	passed-through body (2xx, PassThrough,  status, Content-Type and Content-Length (when given) at once,
 //	not an event stream)                    then every read as it arrives, flushed: success at its end
 //	  announced over MaxResponseBytes       502 upstream_transport_error before anything is written
 //	  cut short, reset, or past the bound   stream_truncated (upstream_transport_error past the bound) and
 //	                                        Result.Cut: the caller aborts the connection
+//	  a read carrying the whole upstream    cut before a byte of the key is written: upstream_http_error
+//	  key                                   (Err = ErrUpstreamKeyEcho) and Result.Cut
 //	  overall timeout mid-body              upstream_timeout and Result.Cut
 //	SSE (2xx, text/event-stream)            headers with the first well-formed block, then every block as it
 //	                                        arrives, flushed, with LF line endings (blocks that arrived
@@ -72,26 +75,42 @@
 //	                                        up to 50 ms for the upstream response to end (never relaying
 //	                                        anything after [DONE]), so the connection is kept for the
 //	                                        next request
+//	  data: [DONE] after an error event     not relayed (vLLM sends one after its error event): the stream
+//	                                        ends with the error event; the outcome is the error's
 //	  Responses terminal event              response.completed/incomplete/failed, then upstream EOF: success
 //	  audio terminal event                  transcript.text.done or speech.audio.done (OpenAI's audio
 //	                                        streams), then upstream EOF: success
 //	  upstream error event                  relayed unchanged; outcome upstream_http_error (first error wins);
 //	                                        one carrying the upstream key is replaced by a fixed error event
+//	  any other event carrying the whole    not relayed: the stream ends with data: {"error":{...,"code":
+//	  upstream key                          "upstream_http_error"}} (a clean 502 if it was the first),
+//	                                        then EOF; Err = ErrUpstreamKeyEcho wins over an earlier error
 //	  malformed or oversized event          the bad event is dropped; the client gets one
 //	                                        data: {"error":{...,"code":"malformed_stream"}} event, then EOF
 //	  upstream closes or resets early       data: {"error":{...,"code":"stream_truncated"}}, then EOF
 //	  overall timeout mid-stream            data: {"error":{...,"code":"upstream_timeout"}}, then EOF
 //	  client canceled mid-stream            nothing more (the upstream request is canceled)
 //
-// An error event is never followed by data: [DONE]: [DONE] means a complete stream.
+// An error event, the upstream's or the relay's, is never followed by data: [DONE]: [DONE] means a
+// complete stream, so a caller that trusts it is never told an errored stream succeeded.
 //
 // # Upstream keys never reach the caller
 //
 // With Upstream.APIKey set, the bytes of every error the upstream sends (an ordinary non-2xx body, its
-// Retry-After, an SSE error event) are checked for the key before they are relayed, in the forms
-// listed on leakCheck: the key itself or JSON-escaped, any 8 consecutive characters of it, 4-7 of its
-// first characters before a mask, or a mask before its last 3 or 4 characters (a mask is three or more
-// of * . x X • …). Successful bodies and non-error events are model output and pass unexamined.
+// Retry-After and Content-Type, an SSE error event) are checked for the key before they are relayed, in
+// the forms listed on leakCheck: the key itself or JSON-escaped, any 8 consecutive characters of it, 4-7
+// of its first characters before a mask, or a mask before its last 3 or 4 characters (a mask is three or
+// more of * . x X • …).
+//
+// Everything else relayed (a 2xx body, every other SSE event, each passed-through read, the
+// Content-Type) is scanned for the whole key only, verbatim or JSON-escaped (keyScan): fragments and
+// masks are ordinary model output. The scan is streaming and buffers nothing: an SSE event is checked
+// whole before it is written (no form of a key holds a line feed, so none spans two events), and a
+// passed-through body holds back only the trailing bytes of a read that could begin the key, at most
+// the longest form less one byte, until the next read (or the end) shows they do not. An answer found
+// carrying the key is replaced or cut as the table says, and no byte of that key reaches the caller. A
+// key spelled across several events, or escaped character by character, is not the key's byte string
+// and is not found. Without a key nothing is scanned.
 //
 // # SSE well-formedness
 //

@@ -29,6 +29,11 @@ var (
 	// ErrUpstreamCredentials: an upstream with a configured key answered 401 or 403: it refused the
 	// router's credential. The caller gets a fixed 502.
 	ErrUpstreamCredentials = errors.New("relay: upstream refused the router's credentials")
+	// ErrUpstreamKeyEcho: a keyed upstream's successful answer (its body, an SSE event, a passed-through
+	// read or its Content-Type) carried the upstream key whole: the answer is replaced by a fixed error
+	// before anything was written, or cut (the stream ends with a fixed error event; a passed-through
+	// body sets Result.Cut) without a byte of the key reaching the caller.
+	ErrUpstreamKeyEcho = errors.New("relay: upstream answer carried the upstream key")
 	// ErrUpstreamErrorEvent: a well-formed SSE event reported an upstream error mid-stream.
 	ErrUpstreamErrorEvent = errors.New("relay: upstream error event")
 	// ErrMalformedEvent: an SSE event broke the framing rules or its data was neither [DONE] nor JSON.
@@ -45,6 +50,9 @@ var (
 	// errBadContentType: Upstream.ContentType is not a valid header value (a caller bug): the attempt
 	// fails as a transport error before anything is sent.
 	errBadContentType = errors.New("relay: invalid request content type")
+	// errBadAPIKey: Upstream.APIKey is not 1-MaxAPIKeyBytes visible ASCII characters (a caller bug; the
+	// config refuses such keys): the attempt fails as a transport error before anything is sent.
+	errBadAPIKey = errors.New("relay: invalid upstream key")
 )
 
 // failure is how an attempt ended and why: what Result records and what the client is told. The zero
@@ -66,8 +74,11 @@ func message(f failure) string {
 	case decisionlog.EndShutdown:
 		return "the router is shutting down; retry shortly"
 	case decisionlog.EndHTTPError, decisionlog.EndErrorEvent:
-		if errors.Is(f.err, ErrUpstreamCredentials) {
+		switch {
+		case errors.Is(f.err, ErrUpstreamCredentials):
 			return "the upstream server refused the router's credentials"
+		case errors.Is(f.err, ErrUpstreamKeyEcho):
+			return "the upstream server's answer was withheld"
 		}
 		return "the upstream server returned an error"
 	}

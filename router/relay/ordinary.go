@@ -1,7 +1,6 @@
 package relay
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"io"
@@ -15,10 +14,11 @@ import (
 // ordinary relays a non-streaming response (or any non-2xx response). The body is read whole, within
 // MaxResponseBytes, before anything is written, so that an oversized or broken body still becomes a
 // clean 502 instead of a truncated 200. An error answer that could carry the upstream key (a keyed
-// upstream's 401 or 403, or any error body holding the key) is replaced (see withheld).
-func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, br *bufio.Reader, res *Result, key string) {
+// upstream's 401 or 403, or any error body holding the key) is replaced (see withheld); so is a
+// successful answer that carries the whole key (keyScan), by a fixed 502.
+func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result, key string) {
 	buf := r.getBody()
-	body, err := readBounded(br, resp.ContentLength, r.opts.MaxResponseBytes, *buf)
+	body, err := readBounded(er.br, resp.ContentLength, r.opts.MaxResponseBytes, *buf)
 	defer r.putBody(buf, body)
 	switch {
 	case errors.Is(err, ErrResponseTooLarge):
@@ -30,6 +30,10 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	}
 
 	if !isSuccess(resp.StatusCode) && withheld(w, resp, body, res, key) {
+		return
+	}
+	if isSuccess(resp.StatusCode) && (er.scan.feed(body) || er.scan.contains(resp.Header.Get("Content-Type"))) {
+		finish(w, res, failure{decisionlog.EndHTTPError, ErrUpstreamKeyEcho})
 		return
 	}
 	h := w.Header()
@@ -61,8 +65,8 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 // withheld answers in place of an upstream error that may carry the upstream key, and reports whether
 // it did. With a key configured, a 401 or 403 means the upstream refused the router's credential: the
 // caller gets a fixed 502, never the upstream's words about the key. Any other error keeps its status
-// (and a clean Retry-After) and loses its body when the body or Retry-After holds the key in a form
-// leakCheck knows.
+// (and a clean Retry-After) and loses its body when the body, Retry-After or Content-Type holds the key
+// in a form leakCheck knows.
 func withheld(w http.ResponseWriter, resp *http.Response, body []byte, res *Result, key string) bool {
 	if key == "" {
 		return false
@@ -73,7 +77,7 @@ func withheld(w http.ResponseWriter, resp *http.Response, body []byte, res *Resu
 	}
 	leaks := newLeakCheck(key)
 	ra := resp.Header.Get("Retry-After")
-	if !leaks.in(body) && !leaks.in([]byte(ra)) {
+	if !leaks.in(body) && !leaks.in([]byte(ra)) && !leaks.in([]byte(resp.Header.Get("Content-Type"))) {
 		return false
 	}
 	if ra != "" && validHeaderValue(ra) && !leaks.in([]byte(ra)) {

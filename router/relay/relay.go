@@ -185,6 +185,7 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 	defer resp.Body.Close()
 	er := r.getReader(resp.Body)
 	defer r.putReader(er)
+	er.scan.reset(up.APIKey)
 	if _, err := er.br.Peek(1); err != nil && !errors.Is(err, io.EOF) {
 		finish(w, res, classify(ctx, upCtx, err))
 		return
@@ -202,10 +203,10 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 		return
 	}
 	if isSuccess(resp.StatusCode) && up.PassThrough {
-		r.passThrough(ctx, upCtx, w, resp, er.br, res)
+		r.passThrough(ctx, upCtx, w, resp, er, res)
 		return
 	}
-	r.ordinary(ctx, upCtx, w, resp, er.br, res, up.APIKey)
+	r.ordinary(ctx, upCtx, w, resp, er, res, up.APIKey)
 }
 
 func (r *Relay) getReader(body io.Reader) *eventReader {
@@ -255,6 +256,9 @@ func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Re
 		h["X-Request-Id"] = []string{up.RequestID}
 	}
 	if up.APIKey != "" {
+		if !validAPIKey(up.APIKey) {
+			return nil, errBadAPIKey
+		}
 		h["Authorization"] = []string{"Bearer " + up.APIKey}
 	}
 	return r.roundTrip(req)
@@ -291,6 +295,24 @@ func validHeaderValue(s string) bool {
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c < 0x20 || c > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// MaxAPIKeyBytes bounds Upstream.APIKey, as router/config bounds a tier's key. The bound keeps every
+// form of the key the relay scans for (JSON escapes at most sextuple it) well inside the pass-through
+// copy buffer, whose head holds back a pending prefix of the key.
+const MaxAPIKeyBytes = 4096
+
+// validAPIKey accepts 1-MaxAPIKeyBytes visible ASCII characters (no space), as router/config does.
+func validAPIKey(s string) bool {
+	if s == "" || len(s) > MaxAPIKeyBytes {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= 0x20 || c >= 0x7f {
 			return false
 		}
 	}

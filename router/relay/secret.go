@@ -18,6 +18,10 @@ import (
 // A mask is a run of at least three '*', '.', 'x', 'X', '•' or '…'. The check is built on first use, so
 // a relay that never sees an error pays nothing; a false positive only replaces an error body with the
 // relay's own fixed error.
+//
+// These heuristics are for errors only. A successful answer is model output, in which "sk-p...", an
+// 8-character run that a long key happens to contain, or "****abcd" are ordinary text: applied there
+// they would refuse honest answers. Successful answers are scanned for the whole key instead (keyScan).
 type leakCheck struct {
 	key    []byte
 	built  bool

@@ -27,6 +27,9 @@ type event struct {
 type eventReader struct {
 	br *bufio.Reader
 	sr *sse.Reader
+	// scan looks for the upstream key in what the attempt relays; pooled with the reader, so that its
+	// tables are built once per key, not once per attempt.
+	scan keyScan
 }
 
 func newEventReader(br *bufio.Reader, max int) *eventReader {

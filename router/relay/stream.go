@@ -12,13 +12,18 @@ import (
 // stream relays a 2xx text/event-stream response event by event. Headers are committed with the first
 // well-formed block, so a stream that fails before it still gets a clean HTTP error. After that,
 // a failure ends the stream in-band with one error event (see the package doc). An upstream error event
-// that carries the upstream key is replaced by the relay's own fixed error event.
+// that carries the upstream key is replaced by the relay's own fixed error event; any other event that
+// carries the whole key ends the stream in its place (withhold).
 //
 // Every event is flushed before the relay could wait for the upstream: after each one, unless the next
 // one is already whole in the read buffer (events that arrived together leave together, in one write).
 // It reports whether it stopped at [DONE], with the rest of the upstream body unread.
 func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *http.Response, er *eventReader, res *Result, key string) (done bool) {
 	s := sseRelay{w: w, rc: http.NewResponseController(w), res: res, status: resp.StatusCode, contentType: resp.Header.Get("Content-Type")}
+	if er.scan.contains(s.contentType) {
+		s.withhold()
+		return false
+	}
 	var leaks *leakCheck // built at the first error event of a keyed upstream
 	complete := false
 	for {
@@ -32,8 +37,16 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 			s.end(failure{decisionlog.EndMalformed, err})
 			return false
 		}
-		raw := ev.raw
-		if info.failed {
+		raw, flush := ev.raw, info.done || !er.eventBuffered()
+		switch {
+		case info.done && s.noted:
+			// [DONE] says the stream completed, and it did not: the caller already has its error event.
+			// vLLM sends one after its error event (vllm/entrypoints/openai/serving_chat.py at 003fe59,
+			// chat_completion_stream_generator: the except branch yields "data: {error}" and then falls
+			// through to the final yield "data: [DONE]"), so it is dropped, not relayed: the stream ends
+			// with the error event, which is flushed now.
+			raw = nil
+		case info.failed:
 			f := failure{decisionlog.EndErrorEvent, ErrUpstreamErrorEvent}
 			s.note(f)
 			if leaks == nil && key != "" {
@@ -42,14 +55,19 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 			if leaks.in(raw) {
 				raw = sseErrorEvent(f)
 			}
+		case er.scan.feed(raw):
+			// An event ends in a blank line and no form of a key has a line feed, so a key never spans two
+			// events: the whole event is scanned before it is written, and none of it is.
+			s.withhold()
+			return false
 		}
 		complete = complete || info.terminal
-		if !s.forward(raw, info.done || !er.eventBuffered()) {
+		if !s.forward(raw, flush) {
 			s.end(writeFailed(ctx))
 			return false
 		}
 		if info.done {
-			s.end(failure{}) // [DONE]: complete; anything after it is not relayed
+			s.end(failure{}) // [DONE]: complete (or the error noted); anything after it is not relayed
 			return true
 		}
 	}
@@ -109,6 +127,15 @@ func (s *sseRelay) forward(raw []byte, flush bool) bool {
 func (s *sseRelay) flush() bool {
 	err := s.rc.Flush()
 	return err == nil || errors.Is(err, http.ErrNotSupported) // unflushable writers still get every byte
+}
+
+// withhold ends the stream in place of what carries the upstream key: before anything was written, with
+// a clean 502; after, with the fixed error event. The key echo is the reason the relay ended the stream,
+// so it is the outcome's reason too, over any upstream error noted before it.
+func (s *sseRelay) withhold() {
+	f := failure{decisionlog.EndHTTPError, ErrUpstreamKeyEcho}
+	s.first, s.noted = f, true
+	s.end(f)
 }
 
 // end records the stream's outcome. ending is the reason the relay stopped (zero value: a complete

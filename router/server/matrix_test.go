@@ -65,6 +65,9 @@ func matrixCases() []matrixCase {
 			status: 200, outcome: decisionlog.OutcomeStreamTruncated},
 		{name: "malformed SSE", stream: true, faults: fakevllm.Faults{Malformed: fakevllm.StreamFault{Chunk: 2}},
 			status: 200, outcome: decisionlog.OutcomeMalformedStream},
+		// vLLM's own ending of a stream whose generator raised: its error event, then data: [DONE].
+		{name: "upstream error event then [DONE]", stream: true, faults: fakevllm.Faults{ErrorEvent: fakevllm.StreamFault{Chunk: 2}},
+			status: 200, outcome: decisionlog.OutcomeUpstreamHTTPError},
 		{name: "timeout before first byte", extra: slowStart, faults: fakevllm.Faults{StepTimeMultiplier: 1000},
 			status: 504, outcome: decisionlog.OutcomeUpstreamTimeout, code: "upstream_timeout"},
 		{name: "client cancels before first byte", stream: true, faults: fakevllm.Faults{StepTimeMultiplier: 1000},
@@ -139,6 +142,9 @@ func runMatrixCase(t *testing.T, strategy string, d dialect, c matrixCase) {
 			} else {
 				assert.Contains(t, events[len(events)-1], "response.completed")
 			}
+		}
+		if c.stream && c.outcome != decisionlog.OutcomeSuccess {
+			assert.NotContains(t, string(body), "data: [DONE]", "[DONE] means a complete stream")
 		}
 		assertNoLeak(t, string(body), ms)
 		if c.code != "" {

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/router/config/load"
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -35,10 +36,19 @@ func TestUpstreamKeyNeverReachesCallers(t *testing.T) {
 		case 1:
 			w.WriteHeader(http.StatusInternalServerError)
 			fmt.Fprintf(w, "upstream auth %s failed", key)
-		default:
+		case 2:
 			w.Header().Set("Content-Type", "text/event-stream")
 			_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"role":"assistant"}}]}`+"\n\n")
 			fmt.Fprintf(w, "data: {\"error\":{\"message\":\"quota of ...%s exhausted\"}}\n\n", key[len(key)-4:])
+		case 3: // a successful answer that echoes the key
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"choices":[{"message":{"role":"assistant","content":"you sent %s"}}]}`, key)
+		default: // a stream that echoes it in its data, split across flushed writes
+			w.Header().Set("Content-Type", "text/event-stream")
+			_, _ = io.WriteString(w, `data: {"choices":[{"delta":{"role":"assistant"}}]}`+"\n\n")
+			fmt.Fprintf(w, `data: {"choices":[{"delta":{"content":"%s`, key[:10])
+			w.(http.Flusher).Flush()
+			fmt.Fprintf(w, `%s"}}]}`+"\n\ndata: [DONE]\n\n", key[10:])
 		}
 	}))
 	defer hosted.Close()
@@ -62,7 +72,11 @@ tiers:
 	srv, err := server.New(cfg, server.Options{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = srv.Close() })
-	front := httptest.NewServer(srv.Handler())
+	done := make(chan struct{}, 8) // a request's record is in once its handler has returned
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() { done <- struct{}{} }()
+		srv.Handler().ServeHTTP(w, r)
+	}))
 	defer front.Close()
 
 	ask := func(stream bool) (int, string) {
@@ -74,6 +88,7 @@ tiers:
 		defer resp.Body.Close()
 		b, err := io.ReadAll(resp.Body)
 		require.NoError(t, err)
+		<-done
 		return resp.StatusCode, string(b)
 	}
 	status, body := ask(false)
@@ -92,7 +107,22 @@ tiers:
 	assert.Contains(t, body3, `"role":"assistant"`)
 	assert.Contains(t, body3, "the upstream server returned an error")
 
-	for _, b := range []string{body, body2, body3} {
+	mode.Store(3)
+	status, body4 := ask(false)
+	assert.Equal(t, http.StatusBadGateway, status)
+	assert.Contains(t, body4, "the upstream server's answer was withheld")
+
+	mode.Store(4)
+	status, body5 := ask(true)
+	assert.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body5, `"role":"assistant"`)
+	assert.Contains(t, body5, "the upstream server's answer was withheld")
+	assert.NotContains(t, body5, "[DONE]")
+	for _, rec := range srv.Decisions().Recent(2) {
+		assert.Equal(t, decisionlog.OutcomeUpstreamHTTPError, rec.Outcome, "an echo is recorded as the upstream error it is")
+	}
+
+	for _, b := range []string{body, body2, body3, body4, body5} {
 		assert.NotContains(t, b, hostedKey[len(hostedKey)-4:], "no part of the key: %s", b)
 		assert.NotContains(t, b, hostedKey[:8])
 	}
