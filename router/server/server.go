@@ -79,6 +79,10 @@ type Options struct {
 	// IntentFS is the file system of intent_file; nil is the operating system's. Tests inject
 	// failures through it.
 	IntentFS intent.FS
+	// OpenDecisionFile opens decision_log.jsonl_path for appending; nil is the server's own open,
+	// which refuses anything but a regular file (ErrNotRegular). Tests open a device through it
+	// (/dev/full: a disk that is always full).
+	OpenDecisionFile func(path string) (*os.File, error)
 	// ConfigPath is the config file the server was started from ("" when none): GET
 	// /admin/v1/config shows it.
 	ConfigPath string
@@ -132,7 +136,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		source = c
 	}
 	alarm := newSinkAlarm(log, sinkSummaryEvery)
-	if s.decisions, s.sinkFile, err = openDecisions(cfg, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
+	if s.decisions, s.sinkFile, err = openDecisions(cfg, opts.OpenDecisionFile, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
 		s.closePressure()
 		return nil, err
 	}
@@ -162,8 +166,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 
 // restoreIntent reads intent_file once, validates all of it, quiesces every configured scope it
 // names with its recorded reason, logs the valid entries it ignores, and only then enables
-// persistence and checks that the file's directory takes a write. A malformed file refuses
-// startup and is left as it is.
+// persistence and checks that the file's directory takes a write. A malformed file refuses startup and is left as it is.
 func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
 	path := cfg.IntentFile()
 	if path == "" {
@@ -265,7 +268,7 @@ func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
 // an asynchronous, bounded queue when jsonl_path is set: a stalled disk then costs dropped (counted)
 // lines, never stalled requests, and health reports the sink's failures as they happen. The file is
 // opened here, the queue's writer starts with Start.
-func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.Log, *os.File, error) {
+func openDecisions(cfg config.Config, open func(string) (*os.File, error), health decisionlog.Option) (*decisionlog.Log, *os.File, error) {
 	path := cfg.DecisionLog().JSONLPath
 	if path == "" {
 		log, err := routing.NewDecisionLog(cfg, nil)
@@ -274,7 +277,10 @@ func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.L
 		}
 		return log, nil, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if open == nil {
+		open = openAppend
+	}
+	f, err := open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
 	}
