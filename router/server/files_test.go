@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -96,4 +97,33 @@ func TestTheDecisionLogFollowsALinkToARegularFile(t *testing.T) {
 	info, err = os.Stat(target)
 	require.NoError(t, err)
 	assert.True(t, info.Mode().IsRegular(), "the file is created at the link's target")
+}
+
+// A SIGKILL during a save leaves its temporary file; the next start removes it (and only files of
+// exactly that pattern, in that directory) and says so in the log.
+func TestStartRemovesStaleIntentTemporaries(t *testing.T) {
+	ms := startMembers(t, 2)
+	dir := t.TempDir()
+	path := filepath.Join(dir, "intent.json")
+	require.NoError(t, os.WriteFile(path, []byte(`{"tiers":{"replicas":"maintenance"}}`), 0o600))
+	stale := filepath.Join(dir, ".intent.json.tmp-3141592653")
+	require.NoError(t, os.WriteFile(stale, []byte(`{"tiers":{"repl`), 0o600))
+	lookalike := filepath.Join(dir, ".intent.json.tmp-3141592653.orig")
+	require.NoError(t, os.WriteFile(lookalike, []byte("keep"), 0o600))
+
+	var logs syncBuffer
+	cfg, err := load.Parse([]byte(replicaYAML(ms, withIntent(tierOpts{}, path))), env)
+	require.NoError(t, err)
+	srv, err := server.New(cfg, server.Options{Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	defer func() { _ = srv.Close() }()
+
+	_, err = os.Stat(stale)
+	assert.ErrorIs(t, err, os.ErrNotExist, "the stale temporary is removed")
+	_, err = os.Stat(lookalike)
+	assert.NoError(t, err, "a look-alike name is kept")
+	assert.Equal(t, 1, logs.count(`msg="stale intent temporary files removed" count=1 files=[.intent.json.tmp-3141592653]`))
+	snap, ok := srv.Admission().Tier("replicas")
+	require.True(t, ok)
+	assert.Equal(t, "maintenance", snap.Snapshot().Reason, "the intent file itself was restored")
 }

@@ -165,8 +165,9 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 }
 
 // restoreIntent reads intent_file once, validates all of it, quiesces every configured scope it
-// names with its recorded reason, logs the valid entries it ignores, and only then enables
-// persistence and checks that the file's directory takes a write. A malformed file refuses startup and is left as it is.
+// names with its recorded reason, logs the valid entries it ignores, checks that the file's
+// directory takes a write, removes (and logs) the temporary files an interrupted save left, and
+// only then enables persistence. A malformed file refuses startup and is left as it is.
 func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
 	path := cfg.IntentFile()
 	if path == "" {
@@ -189,6 +190,13 @@ func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
 	s.log.Info("intent restored", "tiers", restored.Tiers, "members", restored.Members)
 	if err := store.Check(); err != nil {
 		return fmt.Errorf("server: %w", err)
+	}
+	removed, err := store.Sweep()
+	if len(removed) > 0 {
+		s.log.Warn("stale intent temporary files removed", "count", len(removed), "files", removed)
+	}
+	if err != nil {
+		s.log.Warn("stale intent temporary files not all removed", "error", err)
 	}
 	s.intent = store
 	return nil
