@@ -39,7 +39,7 @@ func TestSweepRemovesOnlyStaleTemporaries(t *testing.T) {
 	target := filepath.Join(root, "target")
 	require.NoError(t, os.WriteFile(target, []byte("keep"), 0o600))
 	require.NoError(t, os.Symlink(target, filepath.Join(dir, ".intent.json.tmp-7"))) // a link: kept, target too
-	require.NoError(t, os.Mkdir(filepath.Join(dir, ".intent.json.tmp-8"), 0o700))     // a directory: kept
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ".intent.json.tmp-8"), 0o700))    // a directory: kept
 	require.NoError(t, os.WriteFile(filepath.Join(root, ".intent.json.tmp-9"), nil, 0o600))
 
 	s, doc, err := intent.Load(intent.OS{}, path)
