@@ -49,6 +49,7 @@ type Server struct {
 	metrics   *metrics
 	view      func(capacity.Sources) capacity.Sources // test seam over every generation's sources
 	intent    *intent.Store                           // nil without intent_file: quiesce intent lives in memory only
+	kept      *intent.Kept                            // intent of scopes not configured now (kept.go)
 	engine    *gin.Engine
 	page      *statuspage.Page // the operator status page's embedded files, served without a token
 	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
@@ -111,7 +112,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
 	s := &Server{opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), client: client, view: view,
-		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes)}
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), kept: intent.NewKept()}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -165,7 +166,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 }
 
 // restoreIntent reads intent_file once, validates all of it, quiesces every configured scope it
-// names with its recorded reason, logs the valid entries it ignores, checks that the file's
+// names with its recorded reason, keeps (and logs) the valid entries it cannot apply, checks that the file's
 // directory takes a write, removes (and logs) the temporary files an interrupted save left, and
 // only then enables persistence. A malformed file refuses startup and is left as it is.
 func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
@@ -184,9 +185,7 @@ func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
 	if err != nil {
 		return fmt.Errorf("server: restoring intent: %w", err)
 	}
-	for _, ig := range restored.Ignored {
-		s.log.Warn("intent entry ignored", "tier", ig.Tier, "member_id", ig.Member, "reason", ig.Reason, "why", ig.Why)
-	}
+	s.keepUnconfigured(restored.Ignored)
 	s.log.Info("intent restored", "tiers", restored.Tiers, "members", restored.Members)
 	if err := store.Check(); err != nil {
 		return fmt.Errorf("server: %w", err)
