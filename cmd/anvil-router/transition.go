@@ -99,7 +99,8 @@ type transitionFlags struct {
 var verbs = [...]struct{ name, action, short, long string }{
 	{"transition-status", manage.ActionStatus, "Show a tier's or one member's admission state",
 		"Show the admission state of a tier (--tier) or of one of its members (--member): state, reason,\n" +
-			"active requests and whether it is draining. Changes nothing."},
+			"active requests and whether it is draining. Quiesce intent the router keeps for members (or a\n" +
+			"tier) no longer configured is listed as \"quiesced (not configured)\". Changes nothing."},
 	{"quiesce", manage.ActionQuiesce, "Stop new admissions to a tier or one member",
 		"Stop new admissions to a tier, or with --member to one member of a replica tier. In-flight\n" +
 			"requests continue. The reason code (default \"operator\") is recorded and, with intent_file,\n" +
@@ -112,8 +113,9 @@ var verbs = [...]struct{ name, action, short, long string }{
 	{"readmit", manage.ActionReadmit, "Admit requests again to a tier or one member",
 		"Admit requests again to a tier, or with --member to one member. A member is probed first and\n" +
 			"stays quiesced unless it serves its model. Tier readmission never clears a member's quiesce,\n" +
-			"member readmission never the tier's. Asks for confirmation on a terminal; without a terminal\n" +
-			"pass --yes."},
+			"member readmission never the tier's. On a scope no longer configured it clears the quiesce\n" +
+			"intent kept for it, so it comes back admitting. Asks for confirmation on a terminal; without\n" +
+			"a terminal pass --yes."},
 }
 
 func newTransitionCmds(con console) []*cobra.Command {
@@ -258,9 +260,18 @@ func render(w io.Writer, resp manage.Response, output string) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%t\n", name, state, reason, active, limit, draining)
 	}
-	row(s.ID, s.State, s.Reason, s.Active, s.MaxConcurrency, s.Draining)
+	if s.Kind != manage.KindNotConfigured {
+		row(s.ID, s.State, s.Reason, s.Active, s.MaxConcurrency, s.Draining)
+	} else if len(resp.Retained) == 0 || resp.Retained[0].MemberID != "" {
+		fmt.Fprintf(tw, "%s\tnot configured\t-\t-\t-\t-\n", s.ID)
+	}
 	for _, m := range s.Members {
 		row(s.ID+"/"+m.ID, m.State, m.Reason, m.Active, m.MaxConcurrency, m.Draining)
+	}
+	// Intent kept for scopes the configuration no longer has: applied again when they come back,
+	// cleared by a readmit of the scope.
+	for _, k := range resp.Retained {
+		fmt.Fprintf(tw, "%s\tquiesced (not configured)\t%s\t-\t-\t-\n", scopeName(s.ID, k.MemberID), k.Reason)
 	}
 	return tw.Flush()
 }

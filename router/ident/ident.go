@@ -19,6 +19,10 @@ const (
 	MinCeiling = 1       // smallest member max_concurrency
 	MaxCeiling = 100_000 // largest member max_concurrency (and scheduler capacity)
 
+	// MaxKeptIntent bounds the quiesce intent entries a router keeps for tiers and members the
+	// configuration no longer has (router/intent.Kept), tier and member entries together.
+	MaxKeptIntent = 256
+
 	MaxIDLength        = 64  // longest tier or member ID
 	MaxReasonLength    = 64  // longest reason code
 	MaxAliasLength     = 128 // longest alias

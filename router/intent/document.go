@@ -12,8 +12,9 @@
 // Decode validates the whole document before anything uses it: exact objects, the contract's ID and
 // reason grammars (router/ident), no nulls, lists, numbers or nested objects where a reason belongs,
 // duplicate keys refused, at most ident.MaxDocumentBytes. Restore applies a decoded document to
-// admission, ignoring (and reporting) valid entries for tiers and members that are no longer
-// configured. Store owns the file: one read at start, then writes serialized by one lock, each an
+// admission and reports the valid entries for tiers and members that are not configured; Kept
+// keeps those (bounded) so that a save writes them again and a later configuration that has their
+// scope gets them back. Store owns the file: one read at start, then writes serialized by one lock, each an
 // exclusive temporary file in the same directory, synced, renamed over the file and followed by a
 // directory sync, so a failed write leaves the previous file intact. The file system is an interface
 // (FS): the server uses the operating system's (OS), the simulator an in-memory one.

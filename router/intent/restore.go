@@ -31,41 +31,63 @@ type Restored struct {
 // Decode (or FromSnapshots); its reasons and IDs are already valid, so a refusal here is a bug and
 // is returned.
 func Restore(set *admission.Set, d Document) (Restored, error) {
-	var out Restored
-	for _, id := range sortedKeys(d.Tiers) {
-		t, ok := set.Tier(id)
-		if !ok {
-			out.Ignored = append(out.Ignored, Ignored{Tier: id, Reason: d.Tiers[id], Why: IgnoredUnknownTier})
+	apply, ignored := classify(set, d)
+	out := Restored{Ignored: ignored}
+	for _, e := range apply {
+		t, _ := set.Tier(e.Tier)
+		if e.Member == "" {
+			if err := t.Quiesce(e.Reason); err != nil {
+				return out, err
+			}
+			out.Tiers++
 			continue
 		}
-		if err := t.Quiesce(d.Tiers[id]); err != nil {
+		if err := t.QuiesceMember(e.Member, e.Reason); err != nil {
 			return out, err
 		}
-		out.Tiers++
+		out.Members++
+	}
+	return out, nil
+}
+
+// Unconfigured returns the entries of d that set does not configure, as Restore would ignore them.
+func Unconfigured(set *admission.Set, d Document) []Ignored {
+	_, ignored := classify(set, d)
+	return ignored
+}
+
+// classify splits d's entries into those set configures (Why empty) and those it does not, tiers
+// first, each in sorted order.
+func classify(set *admission.Set, d Document) (apply, ignored []Ignored) {
+	for _, id := range sortedKeys(d.Tiers) {
+		e := Ignored{Tier: id, Reason: d.Tiers[id]}
+		if _, ok := set.Tier(id); !ok {
+			e.Why = IgnoredUnknownTier
+			ignored = append(ignored, e)
+			continue
+		}
+		apply = append(apply, e)
 	}
 	for _, id := range sortedKeys(d.Members) {
 		ms := d.Members[id]
 		t, ok := set.Tier(id)
 		for _, m := range sortedKeys(ms) {
-			ig := Ignored{Tier: id, Member: m, Reason: ms[m]}
+			e := Ignored{Tier: id, Member: m, Reason: ms[m]}
 			switch {
 			case !ok:
-				ig.Why = IgnoredUnknownTier
+				e.Why = IgnoredUnknownTier
 			case t.Kind() != admission.KindReplica:
-				ig.Why = IgnoredNotReplica
+				e.Why = IgnoredNotReplica
 			case !hasMember(t, m):
-				ig.Why = IgnoredUnknownMember
+				e.Why = IgnoredUnknownMember
 			default:
-				if err := t.QuiesceMember(m, ms[m]); err != nil {
-					return out, err
-				}
-				out.Members++
+				apply = append(apply, e)
 				continue
 			}
-			out.Ignored = append(out.Ignored, ig)
+			ignored = append(ignored, e)
 		}
 	}
-	return out, nil
+	return apply, ignored
 }
 
 func hasMember(t *admission.TierAdmission, member string) bool {

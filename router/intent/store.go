@@ -16,7 +16,8 @@ import (
 // FS is the file system a Store works on: the operating system's (OS) in the server, memory in the
 // simulator, a failing one in tests.
 type FS interface {
-	// Open opens a file for reading; a missing file is an error matching fs.ErrNotExist.
+	// Open opens a file for reading; a missing file is an error matching fs.ErrNotExist, and what
+	// is not a regular file is refused (ErrIsDirectory, ErrNotRegular, ErrSymlink).
 	Open(name string) (io.ReadCloser, error)
 	// CreateTemp creates a new file in dir exclusively, as os.CreateTemp does.
 	CreateTemp(dir, pattern string) (File, error)
@@ -38,9 +39,6 @@ type File interface {
 
 // OS is the operating system's file system.
 type OS struct{}
-
-// Open implements FS.
-func (OS) Open(name string) (io.ReadCloser, error) { return os.Open(name) }
 
 // CreateTemp implements FS.
 func (OS) CreateTemp(dir, pattern string) (File, error) { return os.CreateTemp(dir, pattern) }
@@ -67,7 +65,8 @@ func (OS) SyncDir(dir string) error {
 // ErrWrite is wrapped by every failure to save the intent file. The previous file is intact.
 var ErrWrite = errors.New("intent file not saved")
 
-// ErrRead is wrapped by a failure to read the intent file (other than its absence).
+// ErrRead is wrapped by a failure to read the intent file that neither its absence nor what is at
+// its path explains (an I/O error): a runtime failure, not the operator's input.
 var ErrRead = errors.New("intent file unreadable")
 
 // Store owns one intent file. Load reads it once; Check proves its directory writable; Save
@@ -81,7 +80,8 @@ type Store struct {
 }
 
 // Load reads the intent file at path once, with the 1 MiB + 1 byte bound, and decodes it strictly.
-// A missing file is an empty document. Errors name the file and a fixed problem.
+// A missing file is an empty document. Errors name the file and a fixed problem: ErrInvalid for the
+// content, ErrUnusable (with its problem) for what is at the path, ErrRead for an I/O error.
 func Load(fsys FS, path string) (*Store, Document, error) {
 	s := &Store{fs: fsys, path: path}
 	f, err := fsys.Open(path)
@@ -89,7 +89,7 @@ func Load(fsys FS, path string) (*Store, Document, error) {
 		return s, Document{}, nil
 	}
 	if err != nil {
-		return nil, Document{}, fmt.Errorf("intent file %s: %w", path, ErrRead)
+		return nil, Document{}, fmt.Errorf("intent file %s: %w", path, openProblem(err))
 	}
 	data, err := io.ReadAll(io.LimitReader(f, ident.MaxDocumentBytes+1))
 	_ = f.Close()
@@ -107,12 +107,16 @@ func Load(fsys FS, path string) (*Store, Document, error) {
 func (s *Store) Path() string { return s.path }
 
 // Check proves the file's directory takes a new file: it creates, syncs and removes an exclusive
-// temporary file there, leaving the intent file itself untouched.
+// temporary file there, leaving the intent file itself untouched. A directory that is missing or
+// takes no file is ErrUnusable (ErrNoDirectory, ErrDirNotWritable); other failures are ErrWrite.
 func (s *Store) Check() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	f, err := s.fs.CreateTemp(filepath.Dir(s.path), s.tempPattern())
 	if err != nil {
+		if p := createProblem(err); p != nil {
+			return fmt.Errorf("intent file %s: %w", s.path, p)
+		}
 		return s.writeError("cannot create a file in its directory")
 	}
 	err = f.Sync()

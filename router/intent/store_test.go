@@ -76,7 +76,7 @@ func TestLoadRefusalsNameTheFileAndLeaveItAlone(t *testing.T) {
 	}
 	t.Run("a directory", func(t *testing.T) {
 		_, _, err := intent.Load(intent.OS{}, t.TempDir())
-		assert.ErrorIs(t, err, intent.ErrRead)
+		assert.ErrorIs(t, err, intent.ErrIsDirectory)
 	})
 }
 

@@ -22,6 +22,24 @@ type Scope struct {
 	Reason   string `json:"reason,omitempty"`
 	Active   int64  `json:"active_requests"`
 	Draining bool   `json:"draining"`
+	// NotConfigured marks a scope the configuration in force does not have: its State is
+	// "quiesced" while the router keeps its intent (Retained), StateNotConfigured once cleared.
+	NotConfigured bool `json:"not_configured,omitempty"`
+}
+
+// StateNotConfigured is the state of a tier (Tier.Kind KindNotConfigured) or member the
+// configuration does not have and whose kept intent, if any, is listed in Retained.
+const StateNotConfigured = "not_configured"
+
+// KindNotConfigured is the snapshot kind of a tier the configuration does not have.
+const KindNotConfigured = "not_configured"
+
+// Retained is one quiesce intent entry the router keeps for a scope the configuration no longer has
+// (the tier's own when MemberID is empty): applied again when a reload or restart brings the scope
+// back, cleared by a readmit of the scope.
+type Retained struct {
+	MemberID string `json:"member_id,omitempty"`
+	Reason   string `json:"reason"`
 }
 
 // Member is one member of a tier's admission snapshot.
@@ -77,6 +95,9 @@ type Response struct {
 	Result   string `json:"result"`
 	Scope    Scope  `json:"scope"`
 	Snapshot Tier   `json:"snapshot"`
+	// Retained lists the tier's kept intent for scopes not configured (the tier itself, members it
+	// no longer has), in member ID order with the tier's own entry first; omitted when none.
+	Retained []Retained `json:"retained,omitempty"`
 }
 
 // valid reports whether a response decoded from the wire holds only what the grammar allows, so a
@@ -88,9 +109,25 @@ func (r Response) valid() bool {
 		return false
 	}
 	if !ident.ValidID(r.Tier) || r.Snapshot.ID != r.Tier || r.MemberID != "" && !ident.ValidID(r.MemberID) ||
-		!validScope(r.Scope.State, r.Scope.Reason) || !validScope(r.Snapshot.State, r.Snapshot.Reason) ||
-		r.Snapshot.Kind != "direct" && r.Snapshot.Kind != "replica" || r.Snapshot.Queue != nil ||
-		len(r.Snapshot.Members) > ident.MaxMembers {
+		!validScope(r.Scope.State, r.Scope.Reason) || r.Snapshot.Queue != nil ||
+		len(r.Snapshot.Members) > ident.MaxMembers || len(r.Retained) > ident.MaxKeptIntent {
+		return false
+	}
+	for _, k := range r.Retained {
+		if k.MemberID != "" && !ident.ValidID(k.MemberID) || !ident.ValidReason(k.Reason) {
+			return false
+		}
+	}
+	switch r.Snapshot.Kind {
+	case "direct", "replica":
+		if !validScope(r.Snapshot.State, r.Snapshot.Reason) || r.Snapshot.State == StateNotConfigured {
+			return false
+		}
+	case KindNotConfigured:
+		if r.Snapshot.State != StateNotConfigured || r.Snapshot.Reason != "" || len(r.Snapshot.Members) > 0 {
+			return false
+		}
+	default:
 		return false
 	}
 	switch r.Snapshot.Strategy {
@@ -99,7 +136,7 @@ func (r Response) valid() bool {
 		return false
 	}
 	for _, m := range r.Snapshot.Members {
-		if !ident.ValidID(m.ID) || !validScope(m.State, m.Reason) {
+		if !ident.ValidID(m.ID) || !validScope(m.State, m.Reason) || m.State == StateNotConfigured {
 			return false
 		}
 	}
@@ -107,5 +144,11 @@ func (r Response) valid() bool {
 }
 
 func validScope(state, reason string) bool {
-	return (state == "admitting" || state == "quiesced") && (reason == "" || ident.ValidReason(reason))
+	switch state {
+	case "admitting", "quiesced":
+		return reason == "" || ident.ValidReason(reason)
+	case StateNotConfigured:
+		return reason == ""
+	}
+	return false
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/decisionlog"
-	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/readiness"
 )
@@ -91,15 +90,18 @@ func (s *Server) audit(c *gin.Context, req manage.Request, result, code string) 
 func (s *Server) runTransition(ctx context.Context, req manage.Request) (manage.Response, *apiError, *int64) {
 	t, ok := s.current().router.Admission().Tier(req.Tier)
 	if !ok {
-		return manage.Response{}, fixed(errUnknownTier), nil
+		resp, refusal := s.keptTransition(req, errUnknownTier)
+		return resp, refusal, nil
 	}
 	member := req.MemberID
 	if member != "" {
 		if t.Kind() != admission.KindReplica {
-			return manage.Response{}, fixed(errWrongKind), nil
+			resp, refusal := s.keptTransition(req, errWrongKind)
+			return resp, refusal, nil
 		}
 		if !hasMember(t, member) {
-			return manage.Response{}, fixed(errUnknownMember), nil
+			resp, refusal := s.keptTransition(req, errUnknownMember)
+			return resp, refusal, nil
 		}
 	}
 	resp := manage.Response{Action: req.Action, Tier: req.Tier, MemberID: member, DryRun: req.DryRun}
@@ -144,6 +146,7 @@ func (s *Server) runTransition(ctx context.Context, req manage.Request) (manage.
 	if !req.DryRun || req.Action == manage.ActionStatus || req.Action == manage.ActionDrain {
 		resp.Scope = scopeOf(resp.Snapshot, member) // as it stands now
 	}
+	resp.Retained = s.retained(req.Tier) // members no longer configured whose intent is kept
 	return resp, nil, nil
 }
 
@@ -203,13 +206,14 @@ func (s *Server) drainScope(ctx context.Context, t *admission.TierAdmission, mem
 	return "", fixed(errInternal), nil
 }
 
-// saveIntent persists admission's quiesce state when an intent file is configured. The snapshot is
+// saveIntent persists admission's quiesce state, with the intent kept for scopes not configured
+// (kept.go), when an intent file is configured. The snapshot is
 // read under the store's lock, so the file never ends older than admission.
 func (s *Server) saveIntent() error {
 	if s.intent == nil {
 		return nil
 	}
-	err := s.intent.Save(func() intent.Document { return intent.FromSnapshots(s.current().router.Admission().Snapshots()) })
+	err := s.intent.Save(s.intentDocument)
 	if err != nil {
 		s.log.Error("intent not saved", "error", err)
 	}

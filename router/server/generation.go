@@ -138,12 +138,21 @@ func (s *Server) probeSoon(targets []readiness.Target) {
 	})
 }
 
-// loadCertificate reads the configured TLS certificate and key (nil when TLS is off).
+// loadCertificate reads the configured TLS certificate and key (nil when TLS is off), each a regular
+// file of at most 1 MiB.
 func loadCertificate(t config.TLS) (*tls.Certificate, error) {
 	if !t.Enabled() {
 		return nil, nil
 	}
-	cert, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile)
+	certPEM, err := readRegular(t.CertFile, maxCertFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
+	}
+	keyPEM, err := readRegular(t.KeyFile, maxCertFileBytes)
+	if err != nil {
+		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
+	}
+	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
 	}

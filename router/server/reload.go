@@ -12,6 +12,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/manage"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/routing"
@@ -85,13 +86,18 @@ func (s *Server) reloadLocked(ctx context.Context, cfg config.Config, digest str
 	if err != nil {
 		return manage.ReloadResponse{}, s.refused(err)
 	}
+	before := intent.FromSnapshots(cur.router.Admission().Snapshots()) // the intent of scopes it may remove
 	if err := next.router.Publish(); err != nil {
 		return manage.ReloadResponse{}, s.refused(err)
 	}
+	keptChanged := s.carryIntent(before, next.router.Admission())
 	commit()
 	s.gen.Store(next)
 	cur.next.Store(next)
 	close(cur.done)
+	if keptChanged {
+		_ = s.saveIntent() // a failure is logged; the intent stands in memory
+	}
 	s.recordReload(manage.ReloadApplied, changes, nil)
 	s.log.Info("config reloaded", "generation", next.number, "digest", shortDigest(digest), "changes", len(changes))
 	return manage.ReloadResponse{Result: manage.ReloadApplied, Digest: digest, Generation: next.number,

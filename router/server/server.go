@@ -49,6 +49,7 @@ type Server struct {
 	metrics   *metrics
 	view      func(capacity.Sources) capacity.Sources // test seam over every generation's sources
 	intent    *intent.Store                           // nil without intent_file: quiesce intent lives in memory only
+	kept      *intent.Kept                            // intent of scopes not configured now (kept.go)
 	engine    *gin.Engine
 	page      *statuspage.Page // the operator status page's embedded files, served without a token
 	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
@@ -82,6 +83,10 @@ type Options struct {
 	// IntentFS is the file system of intent_file; nil is the operating system's. Tests inject
 	// failures through it.
 	IntentFS intent.FS
+	// OpenDecisionFile opens decision_log.jsonl_path for appending; nil is the server's own open,
+	// which refuses anything but a regular file (ErrNotRegular). Tests open a device through it
+	// (/dev/full: a disk that is always full).
+	OpenDecisionFile func(path string) (*os.File, error)
 	// ConfigPath is the config file the server was started from ("" when none): GET
 	// /admin/v1/config shows it.
 	ConfigPath string
@@ -110,7 +115,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
 	s := &Server{opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), client: client, view: view,
-		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), unknownCaller: &holder{}}
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), unknownCaller: &holder{}, kept: intent.NewKept()}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
@@ -135,7 +140,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		source = c
 	}
 	alarm := newSinkAlarm(log, sinkSummaryEvery)
-	if s.decisions, s.sinkFile, err = openDecisions(cfg, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
+	if s.decisions, s.sinkFile, err = openDecisions(cfg, opts.OpenDecisionFile, decisionlog.WithSinkHealth(s.now, alarm.observe)); err != nil {
 		s.closePressure()
 		return nil, err
 	}
@@ -166,9 +171,9 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 }
 
 // restoreIntent reads intent_file once, validates all of it, quiesces every configured scope it
-// names with its recorded reason, logs the valid entries it ignores, and only then enables
-// persistence and checks that the file's directory takes a write. A malformed file refuses
-// startup and is left as it is.
+// names with its recorded reason, keeps (and logs) the valid entries it cannot apply, checks that the file's
+// directory takes a write, removes (and logs) the temporary files an interrupted save left, and
+// only then enables persistence. A malformed file refuses startup and is left as it is.
 func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
 	path := cfg.IntentFile()
 	if path == "" {
@@ -185,12 +190,17 @@ func (s *Server) restoreIntent(cfg config.Config, fsys intent.FS) error {
 	if err != nil {
 		return fmt.Errorf("server: restoring intent: %w", err)
 	}
-	for _, ig := range restored.Ignored {
-		s.log.Warn("intent entry ignored", "tier", ig.Tier, "member_id", ig.Member, "reason", ig.Reason, "why", ig.Why)
-	}
+	s.keepUnconfigured(restored.Ignored)
 	s.log.Info("intent restored", "tiers", restored.Tiers, "members", restored.Members)
 	if err := store.Check(); err != nil {
 		return fmt.Errorf("server: %w", err)
+	}
+	removed, err := store.Sweep()
+	if len(removed) > 0 {
+		s.log.Warn("stale intent temporary files removed", "count", len(removed), "files", removed)
+	}
+	if err != nil {
+		s.log.Warn("stale intent temporary files not all removed", "error", err)
 	}
 	s.intent = store
 	return nil
@@ -270,7 +280,7 @@ func (s *Server) Pressure(tier string) (map[string]scheduler.Pressure, error) {
 // an asynchronous, bounded queue when jsonl_path is set: a stalled disk then costs dropped (counted)
 // lines, never stalled requests, and health reports the sink's failures as they happen. The file is
 // opened here, the queue's writer starts with Start.
-func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.Log, *os.File, error) {
+func openDecisions(cfg config.Config, open func(string) (*os.File, error), health decisionlog.Option) (*decisionlog.Log, *os.File, error) {
 	path := cfg.DecisionLog().JSONLPath
 	if path == "" {
 		log, err := routing.NewDecisionLog(cfg, nil)
@@ -279,7 +289,10 @@ func openDecisions(cfg config.Config, health decisionlog.Option) (*decisionlog.L
 		}
 		return log, nil, nil
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if open == nil {
+		open = openAppend
+	}
+	f, err := open(path)
 	if err != nil {
 		return nil, nil, fmt.Errorf("server: decision log sink: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -45,6 +46,9 @@ func (w *watchedLog) waitFor(t *testing.T, text string) {
 	}
 }
 
+// openDevice opens a device for appending, as the server's own open would not.
+func openDevice(path string) (*os.File, error) { return os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0) }
+
 // TestFullDiskSinkIsVisibleAndMakesTheRouterUnready: decision_log.jsonl_path on /dev/full (every write
 // fails with ENOSPC) through the real config path. The first lost line is logged while the router
 // runs, the failure is counted, and /readyz turns 503 once the sink has failed for longer than
@@ -65,7 +69,8 @@ func TestFullDiskSinkIsVisibleAndMakesTheRouterUnready(t *testing.T) {
 			var clock atomic.Int64
 			now := func() time.Time { return t0.Add(time.Duration(clock.Load())) }
 			logs := &watchedLog{wrote: make(chan struct{}, 1)}
-			srv, err := server.New(cfg, server.Options{Now: now, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+			srv, err := server.New(cfg, server.Options{Now: now, Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+				OpenDecisionFile: openDevice}) // the server's own open refuses a device
 			require.NoError(t, err)
 			t.Cleanup(func() { _ = srv.Close() })
 			srv.Start()
