@@ -30,9 +30,10 @@ type minRate struct {
 // test can drive the rule with Options.Now); a body that stalls is cut by the connection's read
 // deadline, a real I/O timer like every other, set before each read to the moment the body would fall
 // behind (never past bound, the deadline the body has without the rule). When the body ends, the
-// deadline goes back to bound, so a body read in time leaves nothing armed for the rest of the
-// request: net/http's background read after the body would otherwise hit the rule's deadline and
-// cancel the request's context.
+// deadline is cleared, as net/http itself clears it in the read that reaches the end, before it starts
+// its background read (which notices a caller that goes away). Any deadline left armed after that, the
+// rule's or bound, would fail that background read and cancel the request's context in the middle of
+// its relay: a stream longer than the body's bound would be cut.
 type rateReader struct {
 	r        io.Reader
 	rule     minRate
@@ -80,7 +81,7 @@ func (r *rateReader) Read(p []byte) (int, error) {
 	case err == nil:
 	case errors.Is(err, io.EOF):
 		r.ended = true
-		r.disarm()
+		r.clear()
 	case r.armed && errors.Is(err, os.ErrDeadlineExceeded):
 		return n, errUploadTooSlow
 	}
@@ -102,5 +103,14 @@ func (r *rateReader) disarm() {
 	if r.armed {
 		r.armed = false
 		_ = r.deadline(r.bound)
+	}
+}
+
+// clear removes the rule's deadline once the body has ended, leaving none: net/http cleared the
+// connection's own in the read that reached the end.
+func (r *rateReader) clear() {
+	if r.armed {
+		r.armed = false
+		_ = r.deadline(time.Time{})
 	}
 }
