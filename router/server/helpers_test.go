@@ -84,8 +84,8 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 	fake, err := fakevllm.NewServer(opts)
 	require.NoError(t, err)
 	m := &member{fake: fake, entered: make(chan struct{}, 64)}
-	h := fake.Handler()
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := m.fake.Handler() // the fake in force: a restart on the same port replaces it
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
 			if r.URL.Path == "/metrics" {
 				m.scrapes.Add(1)
@@ -125,7 +125,7 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 	t.Cleanup(func() {
 		m.srv.CloseClientConnections()
 		m.srv.Close()
-		fake.Close()
+		m.fake.Close()
 	})
 	return m
 }
