@@ -194,3 +194,13 @@ func TestExpositionLintsClean(t *testing.T) {
 	load("spread", "chat")
 	lint("after a reload")
 }
+
+// Without a version from the linker, build_info says what the toolchain stamped: a test binary
+// carries no module version and no VCS stamp.
+func TestBuildInfoFallback(t *testing.T) {
+	r := startRouter(t, replicaYAML(startMembers(t, 2), tierOpts{}))
+	_, page := r.get(t, "/metrics", adminToken)
+	v, ok := series(families(t, page), "anvil_router_build_info", map[string]string{"version": "devel", "revision": "unknown", "goversion": runtime.Version()})
+	assert.True(t, ok)
+	assert.EqualValues(t, 1, v)
+}
