@@ -18,10 +18,10 @@ const (
 	strategyCapacity   = "capacity"
 )
 
-// StrategyLabel is the strategy label of a tier of kind k and strategy s: "direct" for a direct
+// strategyLabel is the strategy label of a tier of kind k and strategy s: "direct" for a direct
 // tier, else the replica strategy's name; "" for a kind or strategy the admission package does not
 // define (such a tier labels no series).
-func StrategyLabel(k admission.Kind, s admission.Strategy) string {
+func strategyLabel(k admission.Kind, s admission.Strategy) string {
 	switch {
 	case k == admission.KindDirect:
 		return strategyDirect
@@ -52,7 +52,7 @@ func unifiedDescs(d *descs) {
 
 // unified emits an available tier's admission gauges in the strategy-labelled families.
 func (c *Collector) unified(e emitter, t Tier) {
-	strategy := StrategyLabel(t.Kind, t.Strategy)
+	strategy := strategyLabel(t.Kind, t.Strategy)
 	if strategy == "" {
 		return
 	}
@@ -72,7 +72,7 @@ func (c *Collector) unified(e emitter, t Tier) {
 // plan alone: present while the tier's admission is unavailable too.
 func (c *Collector) info(e emitter) {
 	for _, spec := range shown(c.plan) {
-		if strategy := StrategyLabel(spec.Kind, spec.Strategy); strategy != "" {
+		if strategy := strategyLabel(spec.Kind, spec.Strategy); strategy != "" {
 			e.gauge(c.d.tierInfo, 1, spec.ID, spec.Kind.String(), strategy)
 		}
 	}
