@@ -63,6 +63,8 @@ type descs struct {
 	tierActive, tierCeiling, memberActive, memberCeiling, pressurePPM, freshness *prometheus.Desc
 	// The age of each capacity member's pressure sample, beside its freshness class.
 	sampleAge *prometheus.Desc
+	// The admission gauges of direct and round-robin tiers.
+	plainTierActive, plainTierCeiling, plainMemberActive, plainMemberCeiling *prometheus.Desc
 	// The admission gauges of every tier, one family per concept with a strategy label (families.go).
 	tierActive2, tierCeiling2, memberActive2, memberCeiling2 *prometheus.Desc
 	// pressureRatio is pressurePPM in base units (0-1); tierInfo is 1 for every configured tier.
@@ -88,6 +90,10 @@ func newDescs() descs {
 			[]string{"tier", "member", "freshness"}),
 		sampleAge: g("anvil_router_replica_member_pressure_sample_age_seconds", "Age of a capacity member's last published pressure sample (successful or failed), counted from its scrape's start; absent before the first.",
 			member),
+		plainTierActive:    g("anvil_router_tier_active_requests", "Active leases of a direct or round-robin tier.", tier),
+		plainTierCeiling:   g("anvil_router_tier_max_concurrency", "Configured ceiling of a direct or round-robin tier; absent when it has none.", tier),
+		plainMemberActive:  g("anvil_router_member_active_requests", "Active leases of a member of a round-robin tier.", member),
+		plainMemberCeiling: g("anvil_router_member_max_concurrency", "Configured ceiling of a member of a round-robin tier; absent when it has none.", member),
 		readiness: g("anvil_router_member_readiness", "Latest completed readiness verdict of a replica member: 1 for the current verdict, 0 for the others.",
 			[]string{"tier", "member", "state"}),
 		queueWaiting:      g("anvil_router_admission_queue_waiting", "Requests waiting in a tier's admission queue.", tier),
@@ -107,7 +113,8 @@ func newDescs() descs {
 
 func (d descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.tierActive, d.tierCeiling, d.memberActive, d.memberCeiling, d.pressurePPM,
-		d.freshness, d.sampleAge, d.tierActive2, d.tierCeiling2, d.memberActive2, d.memberCeiling2, d.pressureRatio, d.tierInfo,
+		d.freshness, d.sampleAge, d.plainTierActive, d.plainTierCeiling, d.plainMemberActive, d.plainMemberCeiling,
+		d.tierActive2, d.tierCeiling2, d.memberActive2, d.memberCeiling2, d.pressureRatio, d.tierInfo,
 		d.readiness, d.queueWaiting, d.queueMax, d.queueFull, d.passiveHealth, d.ejections, d.records, d.evidenceDiscarded, d.linesWritten, d.linesDropped, d.writeErrors}
 }
 
@@ -170,6 +177,18 @@ func (c *Collector) tier(e emitter, t Tier) {
 	c.unified(e, t)
 	if t.Kind == admission.KindReplica && t.Strategy == admission.StrategyCapacity {
 		c.capacityTier(e, t)
+		return
+	}
+	// The existing direct and round-robin families, their bytes unchanged (the spec's T011).
+	e.gauge(c.d.plainTierActive, float64(t.Active), t.ID)
+	if t.MaxConcurrency > 0 {
+		e.gauge(c.d.plainTierCeiling, float64(t.MaxConcurrency), t.ID)
+	}
+	for _, m := range t.Members {
+		e.gauge(c.d.plainMemberActive, float64(m.Active), t.ID, m.ID)
+		if m.MaxConcurrency > 0 {
+			e.gauge(c.d.plainMemberCeiling, float64(m.MaxConcurrency), t.ID, m.ID)
+		}
 	}
 }
 

@@ -7,9 +7,10 @@ import (
 )
 
 // The admission gauges of every tier, whatever its strategy, in one family per concept with a
-// strategy label (capacity, round_robin, direct): a panel reads one family where it used to read
-// the spec's capacity family and the plain one. The spec's anvil_router_replica_* gauges (T011)
-// stay as they are beside them, for capacity tiers only.
+// strategy label (capacity, round_robin, direct), under the anvil_router_admission_ prefix: a panel
+// reads one family where it used to read the spec's capacity family and the plain one. The spec's
+// families (T011) stay byte for byte beside them: anvil_router_replica_* for capacity tiers,
+// anvil_router_tier_* and anvil_router_member_* (no strategy label) for direct and round-robin ones.
 
 // Strategy label values.
 const (
@@ -40,10 +41,10 @@ func unifiedDescs(d *descs) {
 	g := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
-	d.tierActive2 = g("anvil_router_tier_active_requests", "Active leases of a tier (for a replica tier the sum of its members').", tier)
-	d.tierCeiling2 = g("anvil_router_tier_max_concurrency", "Effective ceiling of a tier; absent when it has none.", tier)
-	d.memberActive2 = g("anvil_router_member_active_requests", "Active leases of a member of a replica tier.", member)
-	d.memberCeiling2 = g("anvil_router_member_max_concurrency", "Ceiling of a member of a replica tier; absent when it has none.", member)
+	d.tierActive2 = g("anvil_router_admission_tier_active_requests", "Active leases of a tier (for a replica tier the sum of its members').", tier)
+	d.tierCeiling2 = g("anvil_router_admission_tier_max_concurrency", "Effective ceiling of a tier; absent when it has none.", tier)
+	d.memberActive2 = g("anvil_router_admission_member_active_requests", "Active leases of a member of a replica tier.", member)
+	d.memberCeiling2 = g("anvil_router_admission_member_max_concurrency", "Ceiling of a member of a replica tier; absent when it has none.", member)
 	d.pressureRatio = g("anvil_router_replica_member_pressure_ratio", "Normalized upstream pressure of a member as a ratio (pressure_ppm / 1e6: 1 is a full member, above 1 an overloaded one); present only while its telemetry is fresh.",
 		[]string{"tier", "member"})
 	d.tierInfo = g("anvil_router_tier_info", "Always 1 for every configured tier, with its kind and strategy: the series every tier has, whatever its state.",

@@ -143,15 +143,16 @@ func TestDashboardQueriesMatchTheExposition(t *testing.T) {
 	assert.Equal(t, `label_values(anvil_router_build_info{job=~"$job"}, instance)`, vars["instance"])
 	assert.Equal(t, `label_values(anvil_router_tier_info{job=~"$job",instance=~"$instance"}, tier)`, vars["tier"],
 		"tiers from the series every configured tier has, idle or unavailable")
-	for _, must := range []string{"anvil_router_member_active_requests", "anvil_router_member_max_concurrency",
-		"anvil_router_tier_active_requests", "anvil_router_tier_max_concurrency", "anvil_router_replica_member_pressure_ratio",
+	for _, must := range []string{"anvil_router_admission_member_active_requests", "anvil_router_admission_member_max_concurrency",
+		"anvil_router_admission_tier_active_requests", "anvil_router_admission_tier_max_concurrency", "anvil_router_replica_member_pressure_ratio",
 		"anvil_router_replica_member_pressure_freshness", "anvil_router_admission_refusals_total",
 		"anvil_router_request_duration_seconds", "anvil_router_request_first_byte_seconds", "anvil_router_build_info"} {
 		assert.True(t, used[must], "the dashboard shows %s", must)
 	}
 	for _, old := range []string{"anvil_router_replica_tier_active_requests", "anvil_router_replica_member_active_requests",
-		"anvil_router_replica_member_pressure_ppm"} {
-		assert.False(t, used[old], "the dashboard reads the unified families and the ratio, not %s", old)
+		"anvil_router_replica_member_pressure_ppm", "anvil_router_tier_active_requests", "anvil_router_tier_max_concurrency",
+		"anvil_router_member_active_requests", "anvil_router_member_max_concurrency"} {
+		assert.False(t, used[old], "the dashboard reads the strategy-labelled families and the ratio, not %s", old)
 	}
 	assert.Contains(t, raw, "histogram_quantile(0.99", "latency percentiles")
 }

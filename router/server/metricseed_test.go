@@ -128,8 +128,9 @@ func TestReloadSeedsAndForgets(t *testing.T) {
 	seeded(t, mfs, "anvil_router_upstream_attempts_total", map[string]string{"tier": "hosted", "member": ""})
 }
 
-// Every tier reports its leases in the one strategy-labelled family, and a capacity tier's match the
-// spec's replica gauges beside them.
+// Every tier reports its leases in the one strategy-labelled family; a capacity tier's match the
+// spec's replica gauges beside them, and a direct or round-robin tier's the existing unlabelled ones,
+// which keep their labels and cover no capacity tier.
 func TestUnifiedAdmissionFamilies(t *testing.T) {
 	direct, rr, pool := startMember(t, servedModel, 7), startMembers(t, 2), startMembers(t, 2)
 	r := startRouter(t, mixedYAML(direct, rr, pool))
@@ -139,18 +140,23 @@ func TestUnifiedAdmissionFamilies(t *testing.T) {
 	mfs := families(t, page)
 	for tier, strategy := range map[string]string{"hosted": "direct", "rr": "round_robin", "replicas": "capacity"} {
 		kind := map[bool]string{true: "direct", false: "replica"}[tier == "hosted"]
-		_, ok := series(mfs, "anvil_router_tier_active_requests", map[string]string{"tier": tier, "strategy": strategy})
+		v, ok := series(mfs, "anvil_router_admission_tier_active_requests", map[string]string{"tier": tier, "strategy": strategy})
 		assert.True(t, ok, tier)
+		old, hasOld := series(mfs, "anvil_router_tier_active_requests", map[string]string{"tier": tier})
+		assert.Equal(t, strategy != "capacity", hasOld, "%s: the existing family covers direct and round-robin tiers only", tier)
+		if hasOld {
+			assert.Equal(t, old, v, tier)
+		}
 		_, ok = series(mfs, "anvil_router_tier_info", map[string]string{"tier": tier, "kind": kind, "strategy": strategy})
 		assert.True(t, ok, tier)
 	}
-	unified, _ := series(mfs, "anvil_router_tier_active_requests", map[string]string{"tier": "replicas", "strategy": "capacity"})
+	unified, _ := series(mfs, "anvil_router_admission_tier_active_requests", map[string]string{"tier": "replicas", "strategy": "capacity"})
 	spec, ok := series(mfs, "anvil_router_replica_tier_active_requests", map[string]string{"tier": "replicas"})
 	require.True(t, ok, "the spec's gauge is still served")
 	assert.EqualValues(t, 1, unified)
 	assert.Equal(t, spec, unified)
 	for _, m := range []string{"m00", "m01"} {
-		a, _ := series(mfs, "anvil_router_member_max_concurrency", map[string]string{"tier": "replicas", "member": m, "strategy": "capacity"})
+		a, _ := series(mfs, "anvil_router_admission_member_max_concurrency", map[string]string{"tier": "replicas", "member": m, "strategy": "capacity"})
 		b, _ := series(mfs, "anvil_router_replica_member_max_concurrency", map[string]string{"tier": "replicas", "member": m})
 		assert.Equal(t, b, a, m)
 	}

@@ -218,8 +218,11 @@ func TestCapacityAndMetricsAgreeWithAdmission(t *testing.T) {
 	assert.Equal(t, "quiesced", poolJSON.Members[busyIdx].State)
 	assert.True(t, poolJSON.Members[busyIdx].Draining, "quiesced with its lease still held")
 	for tier, want := range map[string]int64{"hosted": 1, "rr": 1} {
+		v, ok := series(mfs, "anvil_router_tier_active_requests", map[string]string{"tier": tier})
+		assert.True(t, ok, tier)
+		assert.EqualValues(t, want, v, tier)
 		strategy := map[string]string{"hosted": "direct", "rr": "round_robin"}[tier]
-		v, ok := series(mfs, "anvil_router_tier_active_requests", map[string]string{"tier": tier, "strategy": strategy})
+		v, ok = series(mfs, "anvil_router_admission_tier_active_requests", map[string]string{"tier": tier, "strategy": strategy})
 		assert.True(t, ok, tier)
 		assert.EqualValues(t, want, v, tier)
 		assert.EqualValues(t, want, r.snapshot(t, tier).Active)
