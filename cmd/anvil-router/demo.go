@@ -37,7 +37,8 @@ func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
 		defer w.Close()
 		logOut = w
 	}
-	srv, err := server.New(cfg, server.Options{Logger: newLogger(logOut, cfg.Log())})
+	v := currentVersion()
+	srv, err := server.New(cfg, server.Options{Logger: newLogger(logOut, cfg.Log()), Version: v.Version, Revision: v.Revision})
 	if err != nil {
 		return err
 	}

@@ -110,8 +110,9 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if len(lns.Activated) > 0 {
 		log.Info("socket activation", "sockets", lns.Activated)
 	}
+	v := currentVersion()
 	srv, err := server.New(cfg, server.Options{Logger: log, MetricsListener: lns.Metrics, ConfigPath: f.config,
-		ConfigDigest: loaded.Digest, Load: sourceLoader(src)})
+		ConfigDigest: loaded.Digest, Load: sourceLoader(src), Version: v.Version, Revision: v.Revision})
 	if err != nil {
 		_ = lns.Close()
 	}

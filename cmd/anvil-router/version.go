@@ -61,6 +61,13 @@ func buildVersion(linkVersion, linkRevision string, bi *debug.BuildInfo, ok bool
 	return out
 }
 
+// currentVersion is this binary's buildVersion, as `anvil-router version` prints it and
+// anvil_router_build_info labels it.
+func currentVersion() buildInfo {
+	bi, ok := debug.ReadBuildInfo()
+	return buildVersion(version, revision, bi, ok)
+}
+
 func (b buildInfo) String() string {
 	return fmt.Sprintf("anvil-router %s (revision %s)", b.Version, b.Revision)
 }

@@ -65,7 +65,11 @@ type descs struct {
 	sampleAge *prometheus.Desc
 	// The admission gauges of direct and round-robin tiers.
 	plainTierActive, plainTierCeiling, plainMemberActive, plainMemberCeiling *prometheus.Desc
-	readiness                                                                *prometheus.Desc
+	// The admission gauges of every tier, one family per concept with a strategy label (families.go).
+	tierActive2, tierCeiling2, memberActive2, memberCeiling2 *prometheus.Desc
+	// pressureRatio is pressurePPM in base units (0-1); tierInfo is 1 for every configured tier.
+	pressureRatio, tierInfo *prometheus.Desc
+	readiness               *prometheus.Desc
 	// The admission queue of tiers that have one, and passive health of replica members.
 	queueWaiting, queueMax, queueFull, passiveHealth, ejections         *prometheus.Desc
 	records, evidenceDiscarded, linesWritten, linesDropped, writeErrors *prometheus.Desc
@@ -76,7 +80,7 @@ func newDescs() descs {
 	g := func(name, help string, labels []string) *prometheus.Desc {
 		return prometheus.NewDesc(name, help, labels, nil)
 	}
-	return descs{
+	d := descs{
 		tierActive:    g("anvil_router_replica_tier_active_requests", "Active leases of a capacity-scheduled replica tier (the sum of its members').", tier),
 		tierCeiling:   g("anvil_router_replica_tier_max_concurrency", "Effective aggregate ceiling of a capacity-scheduled replica tier.", tier),
 		memberActive:  g("anvil_router_replica_member_active_requests", "Active leases of a member of a capacity-scheduled replica tier.", member),
@@ -103,11 +107,14 @@ func newDescs() descs {
 		linesDropped:      g("anvil_router_decision_log_lines_dropped_total", "Decision lines not written to the JSONL sink, by reason.", []string{"reason"}),
 		writeErrors:       g("anvil_router_decision_log_write_errors_total", "Failed or short JSONL sink writes and failed flushes.", nil),
 	}
+	unifiedDescs(&d)
+	return d
 }
 
 func (d descs) all() []*prometheus.Desc {
 	return []*prometheus.Desc{d.tierActive, d.tierCeiling, d.memberActive, d.memberCeiling, d.pressurePPM,
 		d.freshness, d.sampleAge, d.plainTierActive, d.plainTierCeiling, d.plainMemberActive, d.plainMemberCeiling,
+		d.tierActive2, d.tierCeiling2, d.memberActive2, d.memberCeiling2, d.pressureRatio, d.tierInfo,
 		d.readiness, d.queueWaiting, d.queueMax, d.queueFull, d.passiveHealth, d.ejections, d.records, d.evidenceDiscarded, d.linesWritten, d.linesDropped, d.writeErrors}
 }
 
@@ -154,6 +161,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 			c.health(e, t)
 		}
 	}
+	c.info(e)
 	if c.src.Readiness != nil {
 		c.readiness(e)
 	}
@@ -163,13 +171,15 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 }
 
 func (c *Collector) tier(e emitter, t Tier) {
-	switch {
-	case !t.Available:
+	if !t.Available {
 		return
-	case t.Kind == admission.KindReplica && t.Strategy == admission.StrategyCapacity:
+	}
+	c.unified(e, t)
+	if t.Kind == admission.KindReplica && t.Strategy == admission.StrategyCapacity {
 		c.capacityTier(e, t)
 		return
 	}
+	// The existing direct and round-robin families, their bytes unchanged (the spec's T011).
 	e.gauge(c.d.plainTierActive, float64(t.Active), t.ID)
 	if t.MaxConcurrency > 0 {
 		e.gauge(c.d.plainTierCeiling, float64(t.MaxConcurrency), t.ID)
@@ -197,6 +207,7 @@ func (c *Collector) capacityTier(e emitter, t Tier) {
 		}
 		if m.Telemetry.PressurePPM != nil {
 			e.gauge(c.d.pressurePPM, float64(*m.Telemetry.PressurePPM), t.ID, m.ID)
+			e.gauge(c.d.pressureRatio, float64(*m.Telemetry.PressurePPM)/1e6, t.ID, m.ID)
 		}
 		for _, f := range freshnessClasses {
 			e.gauge(c.d.freshness, oneHot(m.Telemetry.Freshness == f), t.ID, m.ID, f.String())

@@ -48,6 +48,12 @@ func TestUnavailableSeriesAreOmitted(t *testing.T) {
 	text := string(gatherText(t, reg))
 	assert.NotContains(t, text, "anvil_router_replica_", "no capacity series of the pool at all")
 	assert.Contains(t, text, `anvil_router_tier_active_requests{tier="hosted"} 1`, "other tiers are unaffected")
+	assert.Contains(t, text, `anvil_router_admission_tier_active_requests{strategy="direct",tier="hosted"} 1`, "in both families")
+	assert.NotContains(t, text, `anvil_router_admission_tier_active_requests{strategy="capacity",tier="pool"}`,
+		"nor in the strategy-labelled family")
+	assert.NotContains(t, text, `anvil_router_admission_member_active_requests{member="fresh",strategy="capacity"`)
+	assert.Contains(t, text, `anvil_router_tier_info{kind="replica",strategy="capacity",tier="pool"} 1`,
+		"the tier's info series stays: the dashboard's tier list keeps an unavailable tier")
 	assert.Contains(t, text, `anvil_router_member_readiness{member="fresh",state="ready",tier="pool"} 1`,
 		"readiness has its own source")
 }
@@ -287,6 +293,10 @@ func safeLabel(name, v string) bool {
 		return err == nil
 	case "state", "result", "reason":
 		return ident.ValidReason(v)
+	case "kind":
+		return v == "direct" || v == "replica"
+	case "strategy":
+		return v == "direct" || v == "round_robin" || v == "capacity"
 	}
 	return false
 }

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -71,4 +72,41 @@ func TestMetricsLint(t *testing.T) {
 	problems, err := testutil.GatherAndLint(reg)
 	require.NoError(t, err)
 	assert.Empty(t, problems)
+}
+
+// plainFamiliesOnMain is main's text of the direct and round-robin admission families for the
+// fixture, before the strategy-labelled families existed: the spec (T011) keeps these bytes.
+const plainFamiliesOnMain = `# HELP anvil_router_member_active_requests Active leases of a member of a round-robin tier.
+# TYPE anvil_router_member_active_requests gauge
+anvil_router_member_active_requests{member="a",tier="rr"} 1
+anvil_router_member_active_requests{member="b",tier="rr"} 1
+# HELP anvil_router_member_max_concurrency Configured ceiling of a member of a round-robin tier; absent when it has none.
+# TYPE anvil_router_member_max_concurrency gauge
+anvil_router_member_max_concurrency{member="a",tier="rr"} 2
+# HELP anvil_router_tier_active_requests Active leases of a direct or round-robin tier.
+# TYPE anvil_router_tier_active_requests gauge
+anvil_router_tier_active_requests{tier="hosted"} 1
+anvil_router_tier_active_requests{tier="rr"} 2
+# HELP anvil_router_tier_max_concurrency Configured ceiling of a direct or round-robin tier; absent when it has none.
+# TYPE anvil_router_tier_max_concurrency gauge
+anvil_router_tier_max_concurrency{tier="hosted"} 4
+`
+
+// TestPlainFamiliesBytesUnchanged: the lines of anvil_router_{tier,member}_{active_requests,
+// max_concurrency} are byte for byte main's (names, labels, HELP, only direct and round-robin
+// tiers), whatever families are served beside them.
+func TestPlainFamiliesBytesUnchanged(t *testing.T) {
+	src, plan, _ := fixtureSources(t)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(capacity.NewCollector(plan, src))
+	plain := map[string]bool{"anvil_router_tier_active_requests": true, "anvil_router_tier_max_concurrency": true,
+		"anvil_router_member_active_requests": true, "anvil_router_member_max_concurrency": true}
+	var got strings.Builder
+	for line := range strings.Lines(string(gatherText(t, reg))) {
+		rest := strings.TrimPrefix(strings.TrimPrefix(line, "# HELP "), "# TYPE ")
+		if name, _, _ := strings.Cut(rest, " "); plain[strings.SplitN(name, "{", 2)[0]] {
+			got.WriteString(line)
+		}
+	}
+	assert.Equal(t, plainFamiliesOnMain, got.String())
 }

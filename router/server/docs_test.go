@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -19,10 +18,7 @@ import (
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
-var (
-	operationsDoc = filepath.Join("..", "..", "docs", "OPERATIONS.md")
-	dashboardFile = filepath.Join("..", "..", "docs", "grafana", "anvil-router.json")
-)
+var operationsDoc = filepath.Join("..", "..", "docs", "OPERATIONS.md")
 
 // documentedMetric is one row of OPERATIONS.md's metrics table.
 type documentedMetric struct {
@@ -125,69 +121,4 @@ func TestEveryMetricIsDocumented(t *testing.T) {
 	for name := range docs {
 		assert.Contains(t, exported, name, "%s is documented but not exported", name)
 	}
-}
-
-// grafanaDashboard is the part of the dashboard JSON the test reads.
-type grafanaDashboard struct {
-	Title  string `json:"title"`
-	Panels []struct {
-		Title   string `json:"title"`
-		Targets []struct {
-			Expr string `json:"expr"`
-		} `json:"targets"`
-	} `json:"panels"`
-	Templating struct {
-		List []struct {
-			Name       string `json:"name"`
-			Definition string `json:"definition"`
-		} `json:"list"`
-	} `json:"templating"`
-}
-
-// TestDashboardUsesOnlyExportedMetrics: the Grafana dashboard parses, covers what operators look at
-// first, and every metric name in its PromQL is one the router exports (a histogram through its
-// _bucket, _sum and _count series).
-func TestDashboardUsesOnlyExportedMetrics(t *testing.T) {
-	raw, err := os.ReadFile(dashboardFile)
-	require.NoError(t, err)
-	var dash grafanaDashboard
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
-	require.NoError(t, dec.Decode(&dash))
-	require.NotEmpty(t, dash.Title)
-	docs := documentedMetrics(t)
-	name := regexp.MustCompile(`\b(anvil_router_[a-z_]+|go_[a-z_]+|process_[a-z_]+)\b`)
-	used := map[string]bool{}
-	check := func(expr string) {
-		t.Helper()
-		found := name.FindAllString(expr, -1)
-		assert.NotEmpty(t, found, "expression %q names no router metric", expr)
-		for _, n := range found {
-			base := n
-			for _, suffix := range []string{"_bucket", "_sum", "_count"} {
-				if b, ok := strings.CutSuffix(n, suffix); ok && docs[b].kind == "histogram" {
-					base = b
-				}
-			}
-			_, ok := docs[base]
-			assert.True(t, ok, "%q uses %s, which the router does not export", expr, n)
-			used[base] = true
-		}
-	}
-	for _, p := range dash.Panels {
-		require.NotEmpty(t, p.Targets, p.Title)
-		for _, target := range p.Targets {
-			check(target.Expr)
-		}
-	}
-	for _, v := range dash.Templating.List {
-		if v.Definition != "" {
-			check(v.Definition)
-		}
-	}
-	for _, must := range []string{"anvil_router_replica_member_active_requests", "anvil_router_replica_member_max_concurrency",
-		"anvil_router_replica_member_pressure_freshness", "anvil_router_admission_refusals_total",
-		"anvil_router_request_duration_seconds", "anvil_router_request_first_byte_seconds"} {
-		assert.True(t, used[must], "the dashboard shows %s", must)
-	}
-	assert.Contains(t, string(raw), "histogram_quantile(0.99", "latency percentiles")
 }

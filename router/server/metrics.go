@@ -39,6 +39,7 @@ type metrics struct {
 	callerIDs     *prometheus.CounterVec // result: kept, malformed, secret
 	bodyRefusals  *prometheus.CounterVec // caller, reason (bodymetrics.go)
 	pendingOnce   sync.Once
+	seeded        seeder // the label sets seeded from the configuration in force (metricseed.go)
 }
 
 // requestBuckets are the request histograms' bounds in seconds: LLM requests run from milliseconds

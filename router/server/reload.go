@@ -146,6 +146,7 @@ func (s *Server) prepare(ctx context.Context, cur *generation, cfg config.Config
 	next := s.newGeneration(cfg, digest, router, client, cache)
 	commit := func() {
 		s.applyLimits(next)
+		s.metrics.seed(cfg)
 		s.cert.Store(cert)
 		if cache != nil {
 			s.pressure.Store(cache)

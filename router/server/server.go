@@ -97,6 +97,9 @@ type Options struct {
 	// Load rereads and validates the config file for ReloadFile (SIGHUP, POST
 	// /admin/v1/config/reload). nil: those reloads are refused, there is no file to read.
 	Load LoadFunc
+	// Version and Revision label anvil_router_build_info (the linker's strings, as `anvil-router
+	// version` prints them); "" reads what the Go toolchain stamped into the binary.
+	Version, Revision string
 }
 
 // New wires a server from a validated config. It opens the decision log's file but starts nothing:
@@ -165,6 +168,8 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		s.metrics.watchPending(c)
 	}
 	s.metrics.reloaded("", s.started) // startup is the first successful load
+	s.metrics.buildInfo(opts.Version, opts.Revision)
+	s.metrics.seed(cfg)
 	s.page = statuspage.New()
 	s.engine = s.routes()
 	return s, nil

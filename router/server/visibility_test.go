@@ -204,6 +204,11 @@ func TestCapacityAndMetricsAgreeWithAdmission(t *testing.T) {
 		assert.EqualValues(t, 1, v, "one-hot on the JSON's class")
 		_, hasPPM := series(mfs, "anvil_router_replica_member_pressure_ppm", map[string]string{"tier": "replicas", "member": m.ID})
 		assert.Equal(t, m.Telemetry.PressurePPM != nil, hasPPM, "ppm only while fresh, in both views")
+		ratio, hasRatio := series(mfs, "anvil_router_replica_member_pressure_ratio", map[string]string{"tier": "replicas", "member": m.ID})
+		assert.Equal(t, hasPPM, hasRatio, "the ratio beside the ppm")
+		if m.Telemetry.PressurePPM != nil {
+			assert.InDelta(t, float64(*m.Telemetry.PressurePPM)/1e6, ratio, 1e-12)
+		}
 	}
 	assert.Equal(t, poolJSON.Active, sum, "tier active is the sum of its members")
 	busyIdx := 0
@@ -214,6 +219,10 @@ func TestCapacityAndMetricsAgreeWithAdmission(t *testing.T) {
 	assert.True(t, poolJSON.Members[busyIdx].Draining, "quiesced with its lease still held")
 	for tier, want := range map[string]int64{"hosted": 1, "rr": 1} {
 		v, ok := series(mfs, "anvil_router_tier_active_requests", map[string]string{"tier": tier})
+		assert.True(t, ok, tier)
+		assert.EqualValues(t, want, v, tier)
+		strategy := map[string]string{"hosted": "direct", "rr": "round_robin"}[tier]
+		v, ok = series(mfs, "anvil_router_admission_tier_active_requests", map[string]string{"tier": tier, "strategy": strategy})
 		assert.True(t, ok, tier)
 		assert.EqualValues(t, want, v, tier)
 		assert.EqualValues(t, want, r.snapshot(t, tier).Active)
