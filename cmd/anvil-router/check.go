@@ -50,8 +50,8 @@ func newDecisionsCmd() *cobra.Command {
 			}
 			defer f.Close()
 			var recs []decisionlog.Record
+			var skipped int
 			if skipInvalid {
-				var skipped int
 				var first error
 				recs, skipped, first = decisionlog.ReadJSONLTolerant(f, decisionlog.MaxReadRecords)
 				if skipped > 0 {
@@ -61,6 +61,7 @@ func newDecisionsCmd() *cobra.Command {
 				return cmdline.UsageError{Err: err}
 			}
 			s := decisionlog.Summarize(recs)
+			s.Skipped += skipped // the lines the read skipped are skipped records too, in text and JSON
 			if asJSON {
 				return cmdline.WriteJSON(cmd.OutOrStdout(), s)
 			}
