@@ -48,9 +48,15 @@ func (t *Target) Info() TargetInfo {
 	return TargetInfo{Name: t.Name, Model: t.Model, URLs: len(t.URLs)}
 }
 
-// Live are a run's counters as it goes, for a progress display; safe for concurrent reads.
+// Live are a run's counters as it goes, for a progress display (safe for concurrent reads), and its
+// early warning.
 type Live struct {
 	Sent, Done, Failed, InFlight atomic.Int64
+	// OnAllUnauthorized, when set, is called once, as soon as the run's first EarlyAnswers answers
+	// (warm-up included) have all been 401 Unauthorized, or at its end when it had fewer answers,
+	// all 401: almost surely a missing or wrong token. It gets the number of answers and runs on a
+	// request's goroutine.
+	OnAllUnauthorized func(answers int)
 }
 
 // RunResult is one run against one target.
@@ -104,6 +110,8 @@ type runner struct {
 
 	stop context.CancelCauseFunc
 
+	auth authWatch // are the early answers all 401?
+
 	mu          sync.Mutex
 	recs        []Record
 	inFlight    int
@@ -148,6 +156,9 @@ func run(ctx context.Context, s sender, p *Plan, t *Target, round int, live *Liv
 	}
 	if ctx.Err() != nil && r.stopped == "" {
 		r.stopped = "interrupted"
+	}
+	if r.auth.final() {
+		r.warnUnauthorized()
 	}
 	slices.SortFunc(r.recs, func(a, b Record) int {
 		if a.Warmup != b.Warmup {
@@ -304,6 +315,9 @@ func (r *runner) do(ctx context.Context, ph *phase, id int, sh scenarios.Shape, 
 	k := call{url: r.urls[u], model: r.t.Model, token: r.t.Token, ep: r.p.Endpoint, shape: sh, ignoreEOS: r.p.IgnoreEOS}
 	r.s.send(ctx, k, &rec, ph.start)
 	r.file(&rec)
+	if r.auth.note(rec.Status) {
+		r.warnUnauthorized()
+	}
 	return rec
 }
 

@@ -23,6 +23,8 @@ type Options struct {
 	// Quiet reports whether unknown keys of the mapping at path are located by line only, even
 	// when they are plain words: a secret pasted in the wrong place must not be echoed. May be nil.
 	Quiet func(path string) bool
+
+	all *[]*Problem // CheckAll's collection: every problem, the walk continuing past each
 }
 
 var (
@@ -35,7 +37,30 @@ var (
 // bool, int and int64, uint64, float64 (finite only) and time.Duration (a string such as "30s");
 // a field of any other type refuses every value with "unsupported schema type".
 func Check(top *yaml.Node, schema reflect.Type, o Options) *Problem {
+	o.all = nil
 	return o.node(top, schema, "")
+}
+
+// CheckAll is Check reporting every problem in document order, not only the first: the walk goes
+// on with the next key or item after each one. A problem that hides what is under it (a value
+// that is not the mapping or list its schema needs) is reported once, for the node itself.
+func CheckAll(top *yaml.Node, schema reflect.Type, o Options) []*Problem {
+	var all []*Problem
+	o.all = &all
+	if p := o.node(top, schema, ""); p != nil {
+		all = append(all, p)
+	}
+	return all
+}
+
+// report hands p to CheckAll's collection and says whether the walk goes on (collecting) or
+// returns p (Check, the first problem only).
+func (o Options) report(p *Problem) bool {
+	if o.all == nil {
+		return false
+	}
+	*o.all = append(*o.all, p)
+	return true
 }
 
 func (o Options) node(n *yaml.Node, t reflect.Type, path string) *Problem {
@@ -130,26 +155,31 @@ func (o Options) mapping(n *yaml.Node, t reflect.Type, path string) *Problem {
 	seen := make(map[string]bool, len(n.Content)/2)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind == yaml.AliasNode || k.Anchor != "" {
-			return problem(orDocument(path), "yaml anchors and aliases are not supported")
-		}
-		if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
-			return problem(orDocument(path), "yaml merge keys are not supported")
-		}
-		ft, known := fields[k.Value]
-		if !isScalar(k, "!!str") || !known {
-			return o.unknownKey(path, k)
-		}
-		keyPath := join(path, k.Value)
-		if seen[k.Value] {
-			return problem(keyPath, "duplicate key")
-		}
-		seen[k.Value] = true
-		if p := o.node(v, ft, keyPath); p != nil {
+		if p := o.entry(k, v, fields, seen, path); p != nil && !o.report(p) {
 			return p
 		}
 	}
 	return nil
+}
+
+// entry checks one key of a mapping and its value.
+func (o Options) entry(k, v *yaml.Node, fields map[string]reflect.Type, seen map[string]bool, path string) *Problem {
+	if k.Kind == yaml.AliasNode || k.Anchor != "" {
+		return problem(orDocument(path), "yaml anchors and aliases are not supported")
+	}
+	if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+		return problem(orDocument(path), "yaml merge keys are not supported")
+	}
+	ft, known := fields[k.Value]
+	if !isScalar(k, "!!str") || !known {
+		return o.unknownKey(path, k)
+	}
+	keyPath := join(path, k.Value)
+	if seen[k.Value] {
+		return problem(keyPath, "duplicate key")
+	}
+	seen[k.Value] = true
+	return o.node(v, ft, keyPath)
 }
 
 func (o Options) sequence(n *yaml.Node, elem reflect.Type, path string) *Problem {
@@ -157,7 +187,7 @@ func (o Options) sequence(n *yaml.Node, elem reflect.Type, path string) *Problem
 		return problem(path, "must be a list")
 	}
 	for i, item := range n.Content {
-		if p := o.node(item, elem, fmt.Sprintf("%s[%d]", path, i)); p != nil {
+		if p := o.node(item, elem, fmt.Sprintf("%s[%d]", path, i)); p != nil && !o.report(p) {
 			return p
 		}
 	}

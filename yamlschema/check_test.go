@@ -165,3 +165,29 @@ func TestProblemsEchoNoValues(t *testing.T) {
 		assert.NotContains(t, p.String(), secret)
 	}
 }
+
+// TestCheckAll: every problem, in document order, the walk going on past each; Check stops at the
+// first.
+func TestCheckAll(t *testing.T) {
+	doc := "name: 1\nleaves: {b: yes, i: 2.5, zz: 1}\nitems:\n  - {id: a, tags: x}\n  - {id: [b]}\nname: n\nauth: {secret-paste: v}\n"
+	top, p := Document([]byte(doc), 1<<16)
+	require.Nil(t, p)
+	o := Options{Tag: "yaml", Quiet: func(path string) bool { return path == "auth" }}
+	var got []string
+	for _, p := range CheckAll(top, schemaType, o) {
+		got = append(got, p.Path+": "+p.Msg)
+	}
+	assert.Equal(t, []string{
+		"name: must be a string",
+		"leaves.b: must be true or false",
+		"leaves.i: must be an integer",
+		"leaves.zz: unknown key",
+		"items[0].tags: must be a list",
+		"items[1].id: must be a string",
+		"name: duplicate key",
+		"auth: unknown key on line 7",
+	}, got)
+	first := Check(top, schemaType, o)
+	require.NotNil(t, first)
+	assert.Equal(t, "name", first.Path)
+}

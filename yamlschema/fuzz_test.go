@@ -5,7 +5,7 @@ import (
 	"testing"
 )
 
-// FuzzCheck: Document and Check never panic on any input, and a refusal is a fixed sentence that
+// FuzzCheck: Document and Check never panic on any input, CheckAll's first problem is Check's, and a refusal is a fixed sentence that
 // never contains a line of the document longer than a plain key.
 func FuzzCheck(f *testing.F) {
 	for _, seed := range []string{
@@ -25,6 +25,10 @@ func FuzzCheck(f *testing.F) {
 				t.Fatal("no problem and no top node")
 			}
 			p = Check(top, schemaType, o)
+			all := CheckAll(top, schemaType, o)
+			if (p == nil) != (len(all) == 0) || p != nil && *all[0] != *p {
+				t.Fatalf("CheckAll %v does not start with Check's %v for %q", all, p, data)
+			}
 		}
 		if p == nil {
 			return

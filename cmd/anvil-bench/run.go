@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 
 	"github.com/spf13/cobra"
@@ -90,7 +91,10 @@ func newRun() *cobra.Command {
 
 // execute runs one target with a progress bar on a terminal.
 func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target, round int, stderr io.Writer, noProgress bool) (*bench.RunResult, error) {
-	live := &bench.Live{}
+	live := &bench.Live{OnAllUnauthorized: func(n int) {
+		fmt.Fprintf(stderr, "anvil-bench: warning: the first %d answers from %s were all 401 Unauthorized: "+
+			"the token is missing or wrong (%s), and every http_4xx of this run is likely one\n", n, t.Name, tokenFlags(t.Name))
+	}}
 	var bar *bench.Progress
 	if !noProgress && cli.IsTerminal(stderr) {
 		total := int64(0)
@@ -107,4 +111,12 @@ func execute(ctx context.Context, c *bench.Client, p bench.Plan, t bench.Target,
 		return nil, cli.UsageError{Err: err}
 	}
 	return res, nil
+}
+
+// tokenFlags names where a target's token comes from, for the 401 warning.
+func tokenFlags(target string) string {
+	if target == targetDirect {
+		return "--direct-token-file, or the variable --direct-token-env names, default VLLM_API_KEY"
+	}
+	return "--token-file, or the variable --token-env names, default ANVIL_API_TOKEN"
 }

@@ -7,31 +7,8 @@ import (
 	"github.com/spf13/cobra"
 
 	cmdline "github.com/anvil-llm/anvil/internal/cli"
-	"github.com/anvil-llm/anvil/router/config/load"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 )
-
-func newConfigCmd() *cobra.Command {
-	cmd := &cobra.Command{Use: "config", Short: "Inspect router configuration"}
-	cmd.AddCommand(&cobra.Command{
-		Use:   "check FILE",
-		Short: "Validate a config file and print it normalized, secrets redacted",
-		Args:  cobra.ExactArgs(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			cfg, err := load.File(args[0])
-			if err != nil {
-				return cmdline.UsageError{Err: err}
-			}
-			out, err := cfg.Normalized()
-			if err != nil {
-				return err
-			}
-			_, err = cmd.OutOrStdout().Write(out)
-			return err
-		},
-	})
-	return cmd
-}
 
 func newDecisionsCmd() *cobra.Command {
 	cmd := &cobra.Command{Use: "decisions", Short: "Work with captured decision logs"}
@@ -50,8 +27,8 @@ func newDecisionsCmd() *cobra.Command {
 			}
 			defer f.Close()
 			var recs []decisionlog.Record
+			var skipped int
 			if skipInvalid {
-				var skipped int
 				var first error
 				recs, skipped, first = decisionlog.ReadJSONLTolerant(f, decisionlog.MaxReadRecords)
 				if skipped > 0 {
@@ -61,6 +38,7 @@ func newDecisionsCmd() *cobra.Command {
 				return cmdline.UsageError{Err: err}
 			}
 			s := decisionlog.Summarize(recs)
+			s.Skipped += skipped // the lines the read skipped are skipped records too, in text and JSON
 			if asJSON {
 				return cmdline.WriteJSON(cmd.OutOrStdout(), s)
 			}

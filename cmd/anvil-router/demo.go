@@ -16,16 +16,23 @@ import (
 // runDemo serves the router over internal/demo's fake members; with --drive it drives the demo's
 // load through it, prints what each member served and exits.
 func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
-	members, err := demo.StartMembers(ctx)
+	listen := f.listen
+	switch {
+	case listen == "" && f.drive > 0:
+		listen = "127.0.0.1:0" // a driven demo must not collide with anything already on 8080
+	case listen == "":
+		if listen = os.Getenv(config.EnvListen); listen == "" {
+			listen = demo.DefaultListen
+		}
+	}
+	// The members sit beside the router (its port + 1 to + 4), so their URLs are known in advance;
+	// a router on an ephemeral port has members on ephemeral ports.
+	members, err := demo.StartMembers(ctx, demo.MemberBasePort(listen))
 	if err != nil {
 		return err
 	}
 	defer members.Close()
 
-	listen := f.listen
-	if listen == "" && f.drive > 0 {
-		listen = "127.0.0.1:0" // a driven demo must not collide with anything already on 8080
-	}
 	apiToken, adminToken := demo.Token(config.EnvAPIToken), demo.Token(config.EnvAdminToken)
 	cfg, err := members.Config(listen, apiToken, adminToken)
 	if err != nil {
@@ -48,7 +55,7 @@ func runDemo(ctx context.Context, out io.Writer, f serveFlags) error {
 		return fmt.Errorf("listen: %w", err)
 	}
 	base := "http://" + ln.Addr().String()
-	demo.PrintBanner(out, base, apiToken, adminToken, f.drive > 0)
+	members.PrintBanner(out, base, apiToken, adminToken, f.drive > 0)
 
 	if f.drive == 0 {
 		return srv.Serve(ctx, ln)

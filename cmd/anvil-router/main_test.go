@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"os"
@@ -140,4 +141,18 @@ func TestDecisionsSummarizeSkipInvalid(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, out, "records=2")
 	assert.Contains(t, out, "skipped 3 invalid lines; first: decisionlog: line 2")
+	assert.Contains(t, out, "records=2 skipped=3 ", "the summary counts the lines stderr says were skipped")
+
+	root := newRoot(console{stdin: strings.NewReader(""), isTerminal: func() bool { return false },
+		lookupEnv: func(string) (string, bool) { return "", false }, doer: http.DefaultClient})
+	var stdout, stderr bytes.Buffer
+	root.SetOut(&stdout)
+	root.SetErr(&stderr)
+	root.SetArgs([]string{"decisions", "summarize", "--skip-invalid", "--json", path})
+	require.NoError(t, root.Execute())
+	var s decisionlog.Summary
+	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
+	assert.Equal(t, 2, s.Records)
+	assert.Equal(t, 3, s.Skipped, "--json carries the count too")
+	assert.Contains(t, stderr.String(), "skipped 3 invalid lines")
 }

@@ -34,10 +34,13 @@ type console struct {
 	doer       manage.Doer
 }
 
-func processConsole() console {
+func processConsole() console { return fileConsole(os.Stdin) }
+
+// fileConsole is the process's console with standard input read from in.
+func fileConsole(in *os.File) console {
 	return console{
-		stdin:      os.Stdin,
-		isTerminal: func() bool { return cmdline.IsTerminal(os.Stdin) },
+		stdin:      in,
+		isTerminal: func() bool { return cmdline.IsTerminal(in) },
 		lookupEnv:  os.LookupEnv,
 		doer:       &http.Client{Transport: http.DefaultTransport},
 	}
@@ -97,10 +100,11 @@ type transitionFlags struct {
 
 // verbs are the four transition commands: name, action, help.
 var verbs = [...]struct{ name, action, short, long string }{
-	{"transition-status", manage.ActionStatus, "Show a tier's or one member's admission state",
-		"Show the admission state of a tier (--tier) or of one of its members (--member): state, reason,\n" +
-			"active requests and whether it is draining. Quiesce intent the router keeps for members (or a\n" +
-			"tier) no longer configured is listed as \"quiesced (not configured)\". Changes nothing."},
+	{"transition-status", manage.ActionStatus, "Show every tier's, one tier's or one member's admission state",
+		"Show the admission state of every tier (no --tier), of one tier (--tier) or of one of its members\n" +
+			"(--tier and --member): state, reason, active requests and whether it is draining. Quiesce intent\n" +
+			"the router keeps for members (or a tier) no longer configured is listed as \"quiesced (not\n" +
+			"configured)\". Changes nothing."},
 	{"quiesce", manage.ActionQuiesce, "Stop new admissions to a tier or one member",
 		"Stop new admissions to a tier, or with --member to one member of a replica tier. In-flight\n" +
 			"requests continue. The reason code (default \"operator\") is recorded and, with intent_file,\n" +
@@ -123,7 +127,7 @@ func newTransitionCmds(con console) []*cobra.Command {
 	for _, v := range verbs {
 		f := &transitionFlags{}
 		cmd := &cobra.Command{
-			Use:   v.name + " --tier TIER [--member MEMBER]",
+			Use:   use(v.action, v.name),
 			Short: v.short,
 			Long:  v.long,
 			Args:  cobra.NoArgs,
@@ -133,7 +137,7 @@ func newTransitionCmds(con console) []*cobra.Command {
 		}
 		f.target.flags(cmd)
 		fl := cmd.Flags()
-		fl.StringVar(&f.tier, "tier", "", "tier ID (required)")
+		fl.StringVar(&f.tier, "tier", "", tierHelp(v.action))
 		fl.StringVar(&f.member, "member", "", "member ID of a replica tier; omitted, the whole tier")
 		fl.StringVar(&f.output, "output", "table", "output format: table or json")
 		if v.action != manage.ActionStatus {
@@ -172,6 +176,9 @@ func (f *transitionFlags) request(cmd *cobra.Command, action string) (manage.Req
 }
 
 func runTransition(cmd *cobra.Command, con console, action string, f *transitionFlags) error {
+	if action == manage.ActionStatus && !cmd.Flags().Changed("tier") && !cmd.Flags().Changed("member") {
+		return runStatusAll(cmd, con, f)
+	}
 	req, err := f.request(cmd, action)
 	if err != nil {
 		return cmdline.UsageError{Err: err}

@@ -99,7 +99,8 @@ func startRouter(dir string) (*binRouter, func(), error) {
 
 // CheckConfig runs the binary's config check on doc. The tokens the config names come from Secrets
 // that exist only in a cluster, so the check supplies fresh tokens through the environment, which the
-// router prefers to the files; the document itself is checked exactly as written.
+// router prefers to the files, and skips the start files (the intent volume is the pod's); the
+// document itself is checked exactly as written.
 func (r *binRouter) CheckConfig(ctx context.Context, doc []byte) ([]byte, error) {
 	f, err := os.CreateTemp("", "router-*.yaml")
 	if err != nil {
@@ -113,7 +114,8 @@ func (r *binRouter) CheckConfig(ctx context.Context, doc []byte) ([]byte, error)
 	if err := f.Close(); err != nil {
 		return nil, err
 	}
-	cmd := exec.CommandContext(ctx, r.bin, "config", "check", f.Name())
+	// --skip-files: the TLS pair, the decision log and the intent volume exist only in the pod.
+	cmd := exec.CommandContext(ctx, r.bin, "config", "check", "--skip-files", f.Name())
 	cmd.Env = append(os.Environ(), "ANVIL_API_TOKEN="+randomToken(), "ANVIL_ADMIN_TOKEN="+randomToken())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr

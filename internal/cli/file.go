@@ -70,14 +70,3 @@ func WriteJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
-
-// IsTerminal reports whether w is an *os.File on a character device: a progress bar or a prompt
-// is for a person, never for a pipe or a file.
-func IsTerminal(w any) bool {
-	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	info, err := f.Stat()
-	return err == nil && info.Mode()&os.ModeCharDevice != 0
-}

@@ -6,7 +6,10 @@ import (
 	"encoding/binary"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -19,7 +22,7 @@ import (
 // The embedded config renders around real members into a valid config with the three tiers, the
 // given listen address and no member left on a placeholder.
 func TestConfigRendersAroundTheMembers(t *testing.T) {
-	members, err := StartMembers(context.Background())
+	members, err := StartMembers(context.Background(), 0)
 	require.NoError(t, err)
 	defer members.Close()
 	for name, listen := range map[string]string{"configured": "127.0.0.1:0", "default": ""} {
@@ -75,4 +78,65 @@ func TestClipAndUploadForm(t *testing.T) {
 		names = append(names, p.FormName())
 	}
 	assert.Equal(t, []string{"model", "language", "file"}, names)
+}
+
+func TestMemberBasePort(t *testing.T) {
+	for addr, want := range map[string]int{"127.0.0.1:8080": 8081, "[::1]:9000": 9001, "127.0.0.1:0": 0, "nonsense": 0, ":65534": 0} {
+		assert.Equal(t, want, MemberBasePort(addr), addr)
+	}
+	assert.Equal(t, DefaultListen, "127.0.0.1:8080", "demo.yaml's listen")
+	assert.Contains(t, demoYAML, "listen: "+DefaultListen+"\n")
+}
+
+// TestMembersOnFixedPorts: with a base port the members listen on it and the next three, in the
+// config's order; a busy port is refused, naming the rule.
+func TestMembersOnFixedPorts(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer busy.Close()
+	port := busy.Addr().(*net.TCPAddr).Port
+	_, err = StartMembers(context.Background(), port)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "router's port + 1 to + 4")
+
+	// A free run of four ports: the ephemeral members' own, released, tried a few times.
+	var members *Members
+	for range 5 {
+		probe, err := StartMembers(context.Background(), 0)
+		require.NoError(t, err)
+		u, err := url.Parse(probe.List()[0].URL)
+		require.NoError(t, err)
+		probe.Close()
+		base, _ := strconv.Atoi(u.Port())
+		if members, err = StartMembers(context.Background(), base); err == nil {
+			defer members.Close()
+			var got []string
+			for _, m := range members.List() {
+				got = append(got, m.URL)
+			}
+			want := []string{}
+			for i := range 4 {
+				want = append(want, "http://127.0.0.1:"+strconv.Itoa(base+i))
+			}
+			assert.Equal(t, want, got)
+			return
+		}
+	}
+	t.Skip("no free run of four loopback ports")
+}
+
+// TestBannerListsMembersAndCompare: the banner names every member's URL and an anvil-bench
+// comparison of the replicas against them.
+func TestBannerListsMembersAndCompare(t *testing.T) {
+	members, err := StartMembers(context.Background(), 0)
+	require.NoError(t, err)
+	defer members.Close()
+	var out bytes.Buffer
+	members.PrintBanner(&out, "http://127.0.0.1:8080", "caller-token-0123456789", "admin-token-0123456789", false)
+	l := members.List()
+	require.Len(t, l, 4)
+	assert.Contains(t, out.String(), "  members:   demo-replicas/vllm-0 "+l[0].URL+", demo-replicas/vllm-1 "+l[1].URL+
+		", demo-single "+l[2].URL+", demo-audio "+l[3].URL+"\n")
+	assert.Contains(t, out.String(), "  compare:   ANVIL_API_TOKEN=caller-token-0123456789 anvil-bench compare --member "+l[0].URL+
+		" --member "+l[1].URL+" --direct-model demo/llama-3.1-8b --url http://127.0.0.1:8080 --model demo-chat")
 }

@@ -158,7 +158,7 @@ func (src Sources) tokenFile(name, path string) ([]numbered, error) {
 	}
 	data, err := src.ReadFile(name)
 	if err != nil {
-		return nil, invalidCause(path, "cannot read file", err)
+		return nil, invalidCause(path, CannotRead("file", name, err), err)
 	}
 	if len(data) > MaxTokenFileBytes {
 		return nil, invalidf(path, "file exceeds %d bytes", MaxTokenFileBytes)

@@ -20,23 +20,38 @@ func (src Sources) lookup(key string) (string, bool) {
 
 // Build validates a document into a Config: semantic validation of settings, tiers, aliases and
 // finally credentials (last, because they may read token files through src). It reads no file and no
-// process state itself; the loader (router/config/load) supplies the document and the sources.
+// process state itself; the loader (router/config/load) supplies the document and the sources. Its
+// error is BuildAll's first.
 func Build(doc Document, src Sources) (Config, error) {
+	c, errs := BuildAll(doc, src)
+	if len(errs) > 0 {
+		return Config{}, errs[0]
+	}
+	return c, nil
+}
+
+// BuildAll is Build reporting every independent error, in Build's order: each settings section's
+// first, each tier's first, the aliases' first (only when every tier is valid: an alias names a tier)
+// and the credentials' first. The Config is valid only when there is no error.
+func BuildAll(doc Document, src Sources) (Config, []error) {
 	var c Config
+	errs := buildSettings(doc, src.lookup, &c)
+	var tierErrs []error
+	c.tiers, c.tierIndex, tierErrs = buildTiers(doc.Tiers, src.lookup)
+	errs = append(errs, tierErrs...)
+	if len(tierErrs) == 0 {
+		aliases, byAlias, err := buildAliases(doc.Aliases, c.tierIndex)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		c.aliases, c.aliasIndex = aliases, byAlias
+	}
 	var err error
-	if err = buildSettings(doc, src.lookup, &c); err != nil {
-		return Config{}, err
-	}
-	if c.tiers, c.tierIndex, err = buildTiers(doc.Tiers, src.lookup); err != nil {
-		return Config{}, err
-	}
-	aliases, byAlias, err := buildAliases(doc.Aliases, c.tierIndex)
-	if err != nil {
-		return Config{}, err
-	}
-	c.aliases, c.aliasIndex = aliases, byAlias
 	if c.auth, err = buildAuth(doc.Auth, src); err != nil {
-		return Config{}, err
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return Config{}, errs
 	}
 	return c, nil
 }

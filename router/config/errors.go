@@ -3,6 +3,7 @@ package config
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 )
 
 // ErrInvalid is wrapped by every error that refuses the content of a
@@ -19,7 +20,8 @@ var ErrUnreadable = errors.New("unreadable config file")
 // setting in the document (for example tiers[1].members[0].max_concurrency)
 // or the environment variable that supplied it; Msg is a fixed sentence.
 // Neither ever contains a configured value, so errors are safe to log even
-// when the offending value is a secret.
+// when the offending value is a secret; the one exception is the path of a
+// file that cannot be read (CannotRead), never its content.
 type Error struct {
 	Path string
 	Msg  string
@@ -81,4 +83,19 @@ var ErrChanged = errors.New("config changed while being read")
 // names the file ("" for the configuration file itself).
 func Changed(path string) *Error {
 	return &Error{Path: path, Msg: "file changed while being read", sentinel: ErrChanged}
+}
+
+// CannotRead is the fixed sentence for a file that cannot be read: "cannot read file NAME: REASON",
+// what (for example "file" or "config file") naming the kind. It names the file and the OS's own
+// reason (a *fs.PathError's error without the path it repeats), never the file's content.
+func CannotRead(what, name string, err error) string {
+	reason := "unknown error"
+	var pe *fs.PathError
+	switch {
+	case errors.As(err, &pe):
+		reason = pe.Err.Error()
+	case err != nil:
+		reason = err.Error()
+	}
+	return "cannot read " + what + " " + name + ": " + reason
 }

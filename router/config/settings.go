@@ -43,8 +43,9 @@ const (
 	defaultReadinessTimeout, minReadinessTimeout, maxReadinessTimeout    = time.Second, 100 * time.Millisecond, 30 * time.Second
 )
 
-// buildSettings validates everything except tiers, aliases and auth.
-func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) error {
+// buildSettings validates everything except tiers, aliases and auth, reporting each section's first
+// error.
+func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) []error {
 	steps := []func() error{
 		func() error { return buildListen(raw.Listen, lookup, c) },
 		func() error { return buildTLS(raw.TLS, c) },
@@ -60,12 +61,13 @@ func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) 
 		func() error { return buildReadiness(raw.Readiness, c) },
 		func() error { return buildMetrics(raw.Metrics, c) },
 	}
+	var errs []error // each section's first error: the sections are independent
 	for _, step := range steps {
 		if err := step(); err != nil {
-			return err
+			errs = append(errs, err)
 		}
 	}
-	return nil
+	return errs
 }
 
 func buildListen(p *string, lookup func(string) (string, bool), c *Config) error {

@@ -26,20 +26,22 @@ type tierBuilder struct {
 	endpoints map[string]bool
 }
 
-func buildTiers(raws []TierDoc, lookup func(string) (string, bool)) ([]Tier, map[string]int, error) {
+func buildTiers(raws []TierDoc, lookup func(string) (string, bool)) ([]Tier, map[string]int, []error) {
 	if len(raws) == 0 {
-		return nil, nil, invalid("tiers", "at least one tier is required")
+		return nil, nil, []error{invalid("tiers", "at least one tier is required")}
 	}
 	if len(raws) > maxTiers {
-		return nil, nil, invalidf("tiers", "at most %d tiers", maxTiers)
+		return nil, nil, []error{invalidf("tiers", "at most %d tiers", maxTiers)}
 	}
+	var errs []error // each tier's first error: a later tier is checked against the valid ones before it
 	b := tierBuilder{lookup: lookup, ids: map[string]int{}, endpoints: map[string]bool{}}
 	tiers := make([]Tier, 0, len(raws))
 	capacityMembers := 0
 	for i, rt := range raws {
 		t, err := b.tier(rt, fmt.Sprintf("tiers[%d]", i))
 		if err != nil {
-			return nil, nil, err
+			errs = append(errs, err)
+			continue
 		}
 		b.ids[t.ID] = i
 		if t.Strategy == StrategyCapacity {
@@ -48,7 +50,10 @@ func buildTiers(raws []TierDoc, lookup func(string) (string, bool)) ([]Tier, map
 		tiers = append(tiers, t)
 	}
 	if capacityMembers > ident.MaxCapacityMembers {
-		return nil, nil, invalidf("tiers", "at most %d members across capacity tiers", ident.MaxCapacityMembers)
+		errs = append(errs, invalidf("tiers", "at most %d members across capacity tiers", ident.MaxCapacityMembers))
+	}
+	if len(errs) > 0 {
+		return nil, nil, errs
 	}
 	return tiers, b.ids, nil
 }

@@ -12,7 +12,7 @@ import (
 // Every list is sorted by its key, so equal inputs give byte-identical text and JSON.
 type Summary struct {
 	Records  int           `json:"records"`  // records summarized
-	Skipped  int           `json:"skipped"`  // records refused by the record invariants
+	Skipped  int           `json:"skipped"`  // records refused by the record invariants (and, with --skip-invalid, lines that did not read)
 	Admitted int           `json:"admitted"` // records whose outcome implies a lease
 	Attempts int           `json:"attempts"` // upstream attempts (at most one per admitted record)
 	Outcomes []Count       `json:"outcomes"`

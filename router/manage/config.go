@@ -88,35 +88,9 @@ func (c *Client) Config(ctx context.Context) (ConfigStatus, error) {
 
 // call sends one admin request and decodes a 200 answer strictly into out.
 func (c *Client) call(ctx context.Context, method, path string, body []byte, out any) error {
-	var rd io.Reader
-	if body != nil {
-		rd = bytes.NewReader(body)
-	}
-	hr, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	data, err := c.fetch(ctx, method, path, body)
 	if err != nil {
-		return &TransportError{TransportOther}
-	}
-	hr.Header.Set("Authorization", "Bearer "+c.token)
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := c.doer.Do(hr)
-	if err != nil {
-		return Transport(ctx, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
-	if err != nil {
-		return Transport(ctx, err)
-	}
-	if len(data) > maxResponseBytes {
-		return &TransportError{TransportBadReply}
-	}
-	if resp.StatusCode != http.StatusOK {
-		if resp.StatusCode == http.StatusUnprocessableEntity {
-			return reloadRefusal(data)
-		}
-		return refusal(resp.StatusCode, data)
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -124,6 +98,42 @@ func (c *Client) call(ctx context.Context, method, path string, body []byte, out
 		return &TransportError{TransportBadReply}
 	}
 	return nil
+}
+
+// fetch sends one admin request and returns the body of its 200 answer, bounded; any other answer
+// is a *Refusal, a failed exchange a *TransportError.
+func (c *Client) fetch(ctx context.Context, method, path string, body []byte) ([]byte, error) {
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return nil, &TransportError{TransportOther}
+	}
+	hr.Header.Set("Authorization", "Bearer "+c.token)
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := c.doer.Do(hr)
+	if err != nil {
+		return nil, Transport(ctx, err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxResponseBytes+1))
+	if err != nil {
+		return nil, Transport(ctx, err)
+	}
+	if len(data) > maxResponseBytes {
+		return nil, &TransportError{TransportBadReply}
+	}
+	if resp.StatusCode != http.StatusOK {
+		if resp.StatusCode == http.StatusUnprocessableEntity {
+			return nil, reloadRefusal(data)
+		}
+		return nil, refusal(resp.StatusCode, data)
+	}
+	return data, nil
 }
 
 // maxReloadError bounds the configuration error text a client shows.

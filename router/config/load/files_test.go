@@ -85,7 +85,7 @@ func TestTokenFileErrors(t *testing.T) {
 		{"duplicate line", callerTok + "\n\n" + callerTok + "\n", "", false, "config: auth.caller_tokens_file: line 3: duplicate token"},
 		{"no tokens", "# nothing here\n\n", "", false, "config: auth.caller_tokens_file: contains no tokens"},
 		{"oversize", big, "", false, "config: auth.caller_tokens_file: file exceeds 65536 bytes"},
-		{"missing", "", "", true, "config: auth.caller_tokens_file: cannot read file"},
+		{"missing", "", "", true, "config: auth.caller_tokens_file: cannot read file DIR/callers: no such file or directory"},
 		{"admin two tokens", callerTok + "\n", adminTok + "\n" + "admin-SECRET-2-ffffffffffffff\n", false, "config: auth.admin_token_file: must contain exactly one token"},
 		{"admin empty", callerTok + "\n", "# none\n", false, "config: auth.admin_token_file: must contain exactly one token"},
 		{"admin bad", callerTok + "\n", "SECRET\n", false, "config: auth.admin_token_file: line 1: " + tokenRule},
@@ -109,7 +109,7 @@ func TestTokenFileErrors(t *testing.T) {
 			}
 			_, err := File(writeFile(t, sub, "router.yaml", fileDoc(t, callers, admin)))
 			require.Error(t, err)
-			assert.Equal(t, tc.want, err.Error())
+			assert.Equal(t, strings.ReplaceAll(tc.want, "DIR", sub), err.Error())
 			assert.True(t, errors.Is(err, config.ErrInvalid))
 			assert.NotContains(t, err.Error(), "SECRET")
 			if tc.missing {
@@ -157,15 +157,15 @@ func TestParseWithReadFile(t *testing.T) {
 
 func TestLoadUnreadable(t *testing.T) {
 	dir := t.TempDir()
-	cases := map[string]string{
-		"missing":   filepath.Join(dir, "nope.yaml"),
-		"directory": dir,
+	cases := map[string]struct{ path, reason string }{
+		"missing":   {filepath.Join(dir, "nope.yaml"), "no such file or directory"},
+		"directory": {dir, "not a regular file"},
 	}
-	for name, path := range cases {
+	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := File(path)
+			_, err := File(c.path)
 			require.Error(t, err)
-			assert.Equal(t, "config: cannot read config file", err.Error())
+			assert.Equal(t, "config: cannot read config file "+c.path+": "+c.reason, err.Error(), "the path and the OS's reason")
 			assert.True(t, errors.Is(err, config.ErrUnreadable))
 			assert.False(t, errors.Is(err, config.ErrInvalid))
 		})

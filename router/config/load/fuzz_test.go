@@ -25,7 +25,7 @@ func fuzzEnv(key string) (string, bool) {
 	return apiKey, true
 }
 
-// FuzzParse: Parse never panics; a refusal is always a fixed *config.Error
+// FuzzParse: Parse never panics; config check's diagnosis starts with Parse's error; a refusal is always a fixed *config.Error
 // wrapping config.ErrInvalid that names no secret; an acceptance normalizes
 // without secrets, parses again, and normalizes to the same bytes. The
 // gate's promise that viper decodes whatever it accepts is checked too:
@@ -48,6 +48,17 @@ func FuzzParse(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		c, err := Parse(data, fuzzEnv)
+		d := diagnose(data, config.Sources{LookupEnv: fuzzEnv})
+		if (err == nil) != (len(d.Problems) == 0) || err != nil && d.Problems[0].Error() != err.Error() {
+			t.Fatalf("config check's first problem %v is not the load's %v", d.Problems, err)
+		}
+		for _, p := range d.Problems {
+			var ce *config.Error
+			if errors.As(p, &ce) {
+				_ = d.Line(ce.Path)
+			}
+			checkNoSecret(t, p.Error())
+		}
 		if err != nil {
 			var ce *config.Error
 			if !errors.As(err, &ce) || !errors.Is(err, config.ErrInvalid) {

@@ -3,6 +3,8 @@ package load
 import (
 	"reflect"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/yamlschema"
 )
@@ -22,25 +24,41 @@ const MaxFileBytes = 1 << 20
 // only, no duplicate keys, no anchors/aliases/merge keys, and every value of
 // the YAML type its field needs. Anything the gate accepts decodes
 // losslessly through viper; FuzzParse checks that claim.
-func gate(data []byte) (err error) {
+func gate(data []byte) error {
+	if _, errs := gateAll(data, false); len(errs) > 0 {
+		return errs[0]
+	}
+	return nil
+}
+
+// gateAll is the gate returning the document's top node (nil when it does not parse) and its
+// problems: only the first unless all, every one the schema walk finds when all.
+func gateAll(data []byte, all bool) (top *yaml.Node, errs []error) {
 	defer func() {
 		// yaml.v3 has panicked on hostile input in past releases; a
 		// config loader must return an error, never crash the router.
 		if r := recover(); r != nil {
-			err = config.Invalid("", "invalid YAML syntax")
+			top, errs = nil, []error{config.Invalid("", "invalid YAML syntax")}
 		}
 	}()
 	top, p := yamlschema.Document(data, MaxFileBytes)
-	if p == nil {
-		p = yamlschema.Check(top, reflect.TypeFor[config.Document](), yamlschema.Options{
-			Tag: "mapstructure",
-			// A token pasted under the wrong auth key must not be echoed
-			// into logs, so unknown keys there are located by line only.
-			Quiet: func(path string) bool { return path == "auth" },
-		})
-	}
 	if p != nil {
-		return config.Invalid(p.Path, p.Msg)
+		return nil, []error{config.Invalid(p.Path, p.Msg)}
 	}
-	return nil
+	o := yamlschema.Options{
+		Tag: "mapstructure",
+		// A token pasted under the wrong auth key must not be echoed
+		// into logs, so unknown keys there are located by line only.
+		Quiet: func(path string) bool { return path == "auth" },
+	}
+	var ps []*yamlschema.Problem
+	if all {
+		ps = yamlschema.CheckAll(top, reflect.TypeFor[config.Document](), o)
+	} else if p := yamlschema.Check(top, reflect.TypeFor[config.Document](), o); p != nil {
+		ps = append(ps, p)
+	}
+	for _, p := range ps {
+		errs = append(errs, config.Invalid(p.Path, p.Msg))
+	}
+	return top, errs
 }

@@ -73,7 +73,7 @@ func (s *Source) Load(ctx context.Context) (Loaded, error) {
 	}
 	data, err := s.read(s.path, MaxFileBytes)
 	if err != nil {
-		return Loaded{}, config.Unreadable("cannot read config file", err)
+		return Loaded{}, config.Unreadable(config.CannotRead("config file", s.path, err), err)
 	}
 	doc, err := parseDocument(data)
 	if err != nil {

@@ -101,9 +101,9 @@ func TestSourceRefusals(t *testing.T) {
 		}, "config: tiers[0].members[0].max_concurrency: must be 1-100000", config.ErrInvalid},
 		{"missing file", func(t *testing.T, dir, _ string) *Source {
 			return NewSource(filepath.Join(dir, "nope.yaml"), env)
-		}, "config: cannot read config file", config.ErrUnreadable},
+		}, "config: cannot read config file DIR/nope.yaml: no such file or directory", config.ErrUnreadable},
 		{"a directory", func(t *testing.T, dir, _ string) *Source { return NewSource(dir, env) },
-			"config: cannot read config file", config.ErrUnreadable},
+			"config: cannot read config file DIR: not a regular file", config.ErrUnreadable},
 		{"token file turned invalid", func(t *testing.T, dir, path string) *Source {
 			writeFile(t, dir, "callers", "short\n")
 			return NewSource(path, env)
@@ -111,7 +111,7 @@ func TestSourceRefusals(t *testing.T) {
 		{"token file vanished", func(t *testing.T, dir, path string) *Source {
 			require.NoError(t, os.Remove(filepath.Join(dir, "admin")))
 			return NewSource(path, env)
-		}, "config: auth.admin_token_file: cannot read file", config.ErrInvalid},
+		}, "config: auth.admin_token_file: cannot read file DIR/admin: no such file or directory", config.ErrInvalid},
 		{"file changed while read", func(t *testing.T, _, path string) *Source {
 			s := NewSource(path, env)
 			s.read = flipping(path, 2, []byte(baseDoc))
@@ -133,7 +133,7 @@ func TestSourceRefusals(t *testing.T) {
 			dir, path := sourceDir(t)
 			l, err := tc.setup(t, dir, path).Load(context.Background())
 			require.Error(t, err)
-			assert.Equal(t, tc.want, err.Error())
+			assert.Equal(t, strings.ReplaceAll(tc.want, "DIR", dir), err.Error(), "file errors name the file and the OS's reason")
 			assert.ErrorIs(t, err, tc.sentinel)
 			var ce *config.Error
 			assert.True(t, errors.As(err, &ce), "a *config.Error")

@@ -1,0 +1,54 @@
+package manage
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/anvil-llm/anvil/router/ident"
+)
+
+// AdmissionPath is the admission view: every configured tier's admission snapshot, in the
+// configuration's order.
+const AdmissionPath = "/admin/v1/admission"
+
+// Tiers lists the router's configured tier IDs, in its order, from the admission view.
+func (c *Client) Tiers(ctx context.Context) ([]string, error) {
+	data, err := c.fetch(ctx, http.MethodGet, AdmissionPath, nil)
+	if err != nil {
+		return nil, err
+	}
+	var rows []struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(data, &rows); err != nil {
+		return nil, &TransportError{TransportBadReply}
+	}
+	out := make([]string, 0, len(rows))
+	for _, r := range rows {
+		if !ident.ValidID(r.ID) {
+			return nil, &TransportError{TransportBadReply}
+		}
+		out = append(out, r.ID)
+	}
+	return out, nil
+}
+
+// StatusAll is the all-tier status: the router's tier list, then one status transition per tier,
+// in the router's order. Each answer is one tier's own consistent snapshot; the tiers are read one
+// after another, not at one instant.
+func (c *Client) StatusAll(ctx context.Context) ([]Response, error) {
+	tiers, err := c.Tiers(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Response, 0, len(tiers))
+	for _, id := range tiers {
+		resp, err := c.Transition(ctx, Request{Action: ActionStatus, Tier: id})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp)
+	}
+	return out, nil
+}
