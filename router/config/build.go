@@ -38,5 +38,8 @@ func Build(doc Document, src Sources) (Config, error) {
 	if c.auth, err = buildAuth(doc.Auth, src); err != nil {
 		return Config{}, err
 	}
+	if err = upstreamKeysDistinct(c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }

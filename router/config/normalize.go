@@ -32,8 +32,15 @@ type normTLS struct {
 }
 
 type normAuth struct {
-	CallerTokens []string `yaml:"caller_tokens"`
-	AdminToken   string   `yaml:"admin_token,omitempty"`
+	CallerTokens   []string     `yaml:"caller_tokens"`
+	AdminToken     string       `yaml:"admin_token,omitempty"`
+	ObserverTokens []string     `yaml:"observer_tokens,omitempty"`
+	Callers        []normCaller `yaml:"callers,omitempty"`
+}
+
+type normCaller struct {
+	Label string `yaml:"label"`
+	Token string `yaml:"token"`
 }
 
 type normLimits struct {
@@ -181,6 +188,12 @@ func (c Config) norm() normConfig {
 		n.Auth.CallerTokens[i] = t.redacted()
 	}
 	n.Auth.AdminToken = c.auth.adminToken.redacted()
+	for _, t := range c.auth.observerTokens {
+		n.Auth.ObserverTokens = append(n.Auth.ObserverTokens, t.redacted())
+	}
+	for _, l := range c.auth.callers {
+		n.Auth.Callers = append(n.Auth.Callers, normCaller{Label: l.label, Token: l.token.redacted()})
+	}
 	for i, a := range c.aliases {
 		n.Aliases[i] = normAlias(a)
 	}
@@ -230,6 +243,16 @@ func (c Config) annotateAuth(root *yaml.Node) {
 	}
 	if k := mappingKey(auth, "admin_token"); k != nil && c.auth.adminSource != "" {
 		k.LineComment = "from " + c.auth.adminSource
+	}
+	if k := mappingKey(auth, "observer_tokens"); k != nil && c.auth.observerSource != "" {
+		k.LineComment = "from " + c.auth.observerSource
+	}
+	if list := mappingValue(auth, "callers"); list != nil && list.Kind == yaml.SequenceNode {
+		for i, entry := range list.Content {
+			if k := mappingKey(entry, "token"); k != nil && i < len(c.auth.callers) {
+				k.LineComment = "from " + c.auth.callers[i].source
+			}
+		}
 	}
 }
 
