@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -38,9 +39,13 @@ type normAuth struct {
 	Callers        []normCaller `yaml:"callers,omitempty"`
 }
 
+// normCaller shows where a labelled caller's token comes from: the file or variable it names (neither
+// is a secret, and both read the same token again), or the inline token redacted.
 type normCaller struct {
-	Label string `yaml:"label"`
-	Token string `yaml:"token"`
+	Label     string `yaml:"label"`
+	TokenFile string `yaml:"token_file,omitempty"`
+	TokenEnv  string `yaml:"token_env,omitempty"`
+	Token     string `yaml:"token,omitempty"`
 }
 
 type normLimits struct {
@@ -192,7 +197,16 @@ func (c Config) norm() normConfig {
 		n.Auth.ObserverTokens = append(n.Auth.ObserverTokens, t.redacted())
 	}
 	for _, l := range c.auth.callers {
-		n.Auth.Callers = append(n.Auth.Callers, normCaller{Label: l.label, Token: l.token.redacted()})
+		nc := normCaller{Label: l.label}
+		switch kind, where, _ := strings.Cut(l.source, " "); kind {
+		case "file":
+			nc.TokenFile = where
+		case "environment":
+			nc.TokenEnv = where
+		default:
+			nc.Token = l.token.redacted()
+		}
+		n.Auth.Callers = append(n.Auth.Callers, nc)
 	}
 	for i, a := range c.aliases {
 		n.Aliases[i] = normAlias(a)
@@ -246,13 +260,6 @@ func (c Config) annotateAuth(root *yaml.Node) {
 	}
 	if k := mappingKey(auth, "observer_tokens"); k != nil && c.auth.observerSource != "" {
 		k.LineComment = "from " + c.auth.observerSource
-	}
-	if list := mappingValue(auth, "callers"); list != nil && list.Kind == yaml.SequenceNode {
-		for i, entry := range list.Content {
-			if k := mappingKey(entry, "token"); k != nil && i < len(c.auth.callers) {
-				k.LineComment = "from " + c.auth.callers[i].source
-			}
-		}
 	}
 }
 

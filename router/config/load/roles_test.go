@@ -58,8 +58,8 @@ func TestRolesResolve(t *testing.T) {
 
 	n, err := c.Normalized()
 	require.NoError(t, err)
-	for _, line := range []string{"observer_tokens: # from inline", "- label: team-a", "token: '[redacted]' # from file /run/secrets/team-a",
-		"token: '[redacted]' # from environment TEAM_B_TOKEN", "- label: batch.nightly"} {
+	for _, line := range []string{"observer_tokens: # from inline", "- label: team-a\n      token_file: /run/secrets/team-a\n",
+		"- label: team-b\n      token_env: TEAM_B_TOKEN\n", "- label: batch.nightly\n      token: '[redacted]'\n"} {
 		assert.Contains(t, string(n), line)
 	}
 	for _, secret := range []string{callerTok, callerTok2, labelTok, labelTok2, observerTok, adminTok} {
@@ -131,6 +131,6 @@ func TestRolesDiffAndReload(t *testing.T) {
 			changed = append(changed, c.String())
 		}
 	}
-	assert.Equal(t, []string{"auth.callers.team-b.token: changed"}, changed)
+	assert.Equal(t, []string{"auth.callers.team-b.token_env: changed", "auth.callers.team-b.token: changed"}, changed)
 	assert.NoError(t, config.RestartRequired(before, after))
 }
