@@ -163,6 +163,21 @@ func TestCallerLabels(t *testing.T) {
 		status, body := r.call(t, http.MethodPost, "/v1/chat/completions", tok, chatBody(2, false))
 		require.Equal(t, ok, status, body)
 	}
+	// An X-Request-ID that is an observer or labelled caller token is dropped like any credential.
+	for _, id := range []string{observerToken, labelledToken} {
+		req, err := http.NewRequest(http.MethodGet, r.http.URL+"/v1/models", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+callerToken)
+		req.Header.Set("X-Request-ID", id)
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		r.wait(t, 1)
+	}
+	_, page := r.call(t, http.MethodGet, "/metrics", observerToken, "")
+	v, _ := series(families(t, page), "anvil_router_caller_request_ids_total", map[string]string{"result": "secret"})
+	assert.EqualValues(t, 2, v, "both IDs dropped as credentials")
 	recs := r.srv.Decisions().Recent(10)
 	require.Len(t, recs, 2)
 	assert.Equal(t, []string{"caller-1", "team-a"}, []string{recs[0].Caller, recs[1].Caller}, "in arrival order")
@@ -181,7 +196,7 @@ func TestCallerLabels(t *testing.T) {
 	}
 	assert.Equal(t, "team-a", lines[1].Caller)
 
-	_, page := r.call(t, http.MethodGet, "/metrics", observerToken, "")
+	_, page = r.call(t, http.MethodGet, "/metrics", observerToken, "")
 	mfs := families(t, page)
 	for _, label := range []string{"caller-1", "team-a", "other"} {
 		_, found := series(mfs, "anvil_router_body_budget_held_bytes", map[string]string{"caller": label})
