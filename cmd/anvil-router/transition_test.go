@@ -217,6 +217,30 @@ func TestAdminTokenFile(t *testing.T) {
 	assert.Equal(t, exitUsage, code)
 }
 
+// TestObserverToken: transition-status only reads, so an observer token (in --admin-token-file or
+// ANVIL_ADMIN_TOKEN) shows it; a quiesce with one is refused by the router with 403
+// insufficient_role, and nothing changes.
+func TestObserverToken(t *testing.T) {
+	e := startEphemeral(t)
+	file := filepath.Join(t.TempDir(), "observer")
+	require.NoError(t, os.WriteFile(file, []byte(routerrig.ObserverToken+"\n"), 0o600))
+	c := cli{e: e, env: map[string]string{config.EnvAdminToken: ""}}
+	code, out, errOut := c.run(t, "transition-status", "--tier", "replicas", "--admin-token-file", file)
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "replicas")
+	c.env[config.EnvAdminToken] = routerrig.ObserverToken
+	code, _, errOut = c.run(t, "transition-status", "--tier", "replicas")
+	require.Equal(t, 0, code, errOut)
+	code, _, errOut = c.run(t, "quiesce", "--tier", "replicas", "--yes")
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut, "[insufficient_role]")
+	code, _, errOut = c.run(t, "reload")
+	assert.NotEqual(t, 0, code)
+	assert.Contains(t, errOut, "insufficient_role")
+	assert.Equal(t, admission.StateAdmitting, e.snapshot(t).State, "the observer quiesced nothing")
+	assert.NotContains(t, errOut, routerrig.ObserverToken)
+}
+
 // The manifest is generated from the command tree; the committed file must match it (go test
 // ./cmd/anvil-router -run TestManifest -update, or make manifest, rewrites it).
 func TestManifestMatchesTheCommandTree(t *testing.T) {

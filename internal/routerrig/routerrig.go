@@ -19,10 +19,12 @@ import (
 	"github.com/anvil-llm/anvil/router/server"
 )
 
-// The rig's tokens, as a router reads them from ANVIL_API_TOKEN and ANVIL_ADMIN_TOKEN.
+// The rig's tokens, as a router reads them from ANVIL_API_TOKEN, ANVIL_ADMIN_TOKEN and
+// ANVIL_OBSERVER_TOKENS.
 const (
-	AdminToken  = "admin-token-0123456789"
-	CallerToken = "caller-token-0123456789"
+	AdminToken    = "admin-token-0123456789"
+	CallerToken   = "caller-token-0123456789"
+	ObserverToken = "observer-token-0123456789"
 )
 
 // Model is the model every fake member serves and every tier declares.
@@ -77,6 +79,8 @@ func Start(t testing.TB, wrap func(http.Handler) http.Handler) (*server.Server, 
 			return CallerToken, true
 		case config.EnvAdminToken:
 			return AdminToken, true
+		case config.EnvObserverTokens:
+			return ObserverToken, true
 		}
 		return "", false
 	})

@@ -13,6 +13,7 @@ const (
 	EnvAPIToken   = "ANVIL_API_TOKEN"   // one caller token
 	EnvAPITokens  = "ANVIL_API_TOKENS"  // comma-separated caller tokens
 	EnvAdminToken = "ANVIL_ADMIN_TOKEN" // the admin token
+	// EnvObserverTokens (roles.go) supplies the observer tokens.
 )
 
 // MaxTokenFileBytes bounds a token file.
@@ -38,21 +39,24 @@ func buildAuth(r *AuthDoc, src Sources) (authConfig, error) {
 	if a.callerTokens, a.callerSource, err = callerTokens(r, src); err != nil {
 		return authConfig{}, err
 	}
-	if len(a.callerTokens) == 0 {
-		return authConfig{}, invalid("auth", "at least one caller token is required (caller_tokens, caller_tokens_file or "+EnvAPITokens+")")
+	if a.callers, err = labelledCallers(r.Callers, src); err != nil {
+		return authConfig{}, err
 	}
-	if len(a.callerTokens) > maxCallerToken {
+	if len(a.callerTokens)+len(a.callers) == 0 {
+		return authConfig{}, invalid("auth", "at least one caller token is required (caller_tokens, caller_tokens_file, callers or "+EnvAPITokens+")")
+	}
+	if len(a.callerTokens)+len(a.callers) > maxCallerToken {
 		return authConfig{}, invalidf("auth", "at most %d caller tokens", maxCallerToken)
+	}
+	if a.observerTokens, a.observerSource, err = observerTokens(r, src); err != nil {
+		return authConfig{}, err
 	}
 	var adminPath string
 	if a.adminToken, a.adminSource, adminPath, err = adminToken(r, src); err != nil {
 		return authConfig{}, err
 	}
-	for _, t := range a.callerTokens {
-		if !a.adminToken.IsZero() && t.value == a.adminToken.value {
-			// A caller must never hold admin rights by accident.
-			return authConfig{}, invalid(adminPath, "must differ from every caller token")
-		}
+	if err := distinctRoles(a, adminPath, observerPaths(r, a.observerSource, len(a.observerTokens))); err != nil {
+		return authConfig{}, err
 	}
 	return a, nil
 }

@@ -53,5 +53,8 @@ func BuildAll(doc Document, src Sources) (Config, []error) {
 	if len(errs) > 0 {
 		return Config{}, errs
 	}
+	if err = upstreamKeysDistinct(c); err != nil {
+		return Config{}, err
+	}
 	return c, nil
 }

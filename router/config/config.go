@@ -51,10 +51,13 @@ type Config struct {
 // authConfig keeps the resolved credentials and, for Normalized, where
 // they came from (never the values).
 type authConfig struct {
-	callerTokens []Secret
-	callerSource string
-	adminToken   Secret
-	adminSource  string
+	callerTokens   []Secret // the unlabelled ones: caller_tokens, caller_tokens_file or the environment
+	callerSource   string
+	callers        []labelledCaller // auth.callers, after callerTokens in every list of callers
+	observerTokens []Secret
+	observerSource string
+	adminToken     Secret
+	adminSource    string
 }
 
 // TLS is the optional serving certificate. Zero means plain HTTP.
@@ -246,8 +249,30 @@ func (c Config) WithListen(addr string) (Config, error) {
 // TLS is the serving certificate; TLS().Enabled() is false for plain HTTP.
 func (c Config) TLS() TLS { return c.tls }
 
-// CallerTokens are the accepted caller bearer tokens (a fresh copy).
-func (c Config) CallerTokens() []Secret { return append([]Secret(nil), c.auth.callerTokens...) }
+// CallerTokens are the accepted caller bearer tokens (a fresh copy): the unlabelled ones, then
+// auth.callers' in their order; Callers lists the same tokens with their labels.
+func (c Config) CallerTokens() []Secret {
+	out := append([]Secret(nil), c.auth.callerTokens...)
+	for _, l := range c.auth.callers {
+		out = append(out, l.token)
+	}
+	return out
+}
+
+// Callers are the caller tokens in CallerTokens' order, each with its label ("" when unlabelled).
+func (c Config) Callers() []Caller {
+	out := make([]Caller, 0, len(c.auth.callerTokens)+len(c.auth.callers))
+	for _, t := range c.auth.callerTokens {
+		out = append(out, Caller{Token: t})
+	}
+	for _, l := range c.auth.callers {
+		out = append(out, Caller{Label: l.label, Token: l.token})
+	}
+	return out
+}
+
+// ObserverTokens are the read-only tokens (a fresh copy); none when the role is unused.
+func (c Config) ObserverTokens() []Secret { return append([]Secret(nil), c.auth.observerTokens...) }
 
 // AdminToken is the admin bearer token; zero when the admin API is disabled.
 func (c Config) AdminToken() Secret { return c.auth.adminToken }
@@ -308,8 +333,9 @@ func (c Config) Alias(name string) (Tier, bool) {
 
 // String is a one-line summary without secrets.
 func (c Config) String() string {
-	return fmt.Sprintf("config{listen=%s tls=%t tiers=%d aliases=%d caller_tokens=%d admin_token=%t}",
-		c.listen, c.tls.Enabled(), len(c.tiers), len(c.aliases), len(c.auth.callerTokens), !c.auth.adminToken.IsZero())
+	return fmt.Sprintf("config{listen=%s tls=%t tiers=%d aliases=%d caller_tokens=%d observer_tokens=%d admin_token=%t}",
+		c.listen, c.tls.Enabled(), len(c.tiers), len(c.aliases), len(c.auth.callerTokens)+len(c.auth.callers),
+		len(c.auth.observerTokens), !c.auth.adminToken.IsZero())
 }
 
 // GoString keeps %#v from dumping unexported fields (and their secrets).

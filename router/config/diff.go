@@ -141,6 +141,25 @@ func (d *differ) auth(o, n authConfig) {
 	}
 	d.opaque("auth.admin_token_file", fileOf(o.adminSource), fileOf(n.adminSource))
 	d.opaque("auth.admin_token", o.adminToken.value, n.adminToken.value)
+	d.opaque("auth.observer_tokens_file", fileOf(o.observerSource), fileOf(n.observerSource))
+	if !slices.Equal(o.observerTokens, n.observerTokens) {
+		d.add("auth.observer_tokens", OpChanged, "", "")
+	}
+	keyed(d, "auth.callers", o.callers, n.callers, func(c labelledCaller) string { return c.label },
+		func(path string, a, b labelledCaller) {
+			d.opaque(path+".token_file", fileOf(a.source), fileOf(b.source))
+			d.opaque(path+".token_env", envOf(a.source), envOf(b.source))
+			d.opaque(path+".token", a.token.value, b.token.value)
+		})
+}
+
+// envOf is the variable a labelled caller's token source names ("environment VAR"), or "".
+func envOf(source string) string {
+	name, _ := strings.CutPrefix(source, "environment ")
+	if name == source {
+		return ""
+	}
+	return name
 }
 
 // fileOf is the token file a credential source names ("file PATH"), or "".

@@ -37,6 +37,18 @@ type AuthDoc struct {
 	CallerTokens     []string `mapstructure:"caller_tokens" yaml:"caller_tokens,omitempty"`
 	AdminTokenFile   *string  `mapstructure:"admin_token_file" yaml:"admin_token_file,omitempty"`
 	AdminToken       *string  `mapstructure:"admin_token" yaml:"admin_token,omitempty"`
+	// Roles (issue 27): read-only observer tokens, and caller tokens that carry a label.
+	ObserverTokensFile *string     `mapstructure:"observer_tokens_file" yaml:"observer_tokens_file,omitempty"`
+	ObserverTokens     []string    `mapstructure:"observer_tokens" yaml:"observer_tokens,omitempty"`
+	Callers            []CallerDoc `mapstructure:"callers" yaml:"callers,omitempty"`
+}
+
+// CallerDoc is one labelled caller token of auth.callers: a label and exactly one source of the token.
+type CallerDoc struct {
+	Label     *string `mapstructure:"label" yaml:"label,omitempty"`
+	TokenFile *string `mapstructure:"token_file" yaml:"token_file,omitempty"`
+	TokenEnv  *string `mapstructure:"token_env" yaml:"token_env,omitempty"`
+	Token     *string `mapstructure:"token" yaml:"token,omitempty"`
 }
 
 // LimitsDoc is the limits section of a Document.

@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -32,8 +33,19 @@ type normTLS struct {
 }
 
 type normAuth struct {
-	CallerTokens []string `yaml:"caller_tokens"`
-	AdminToken   string   `yaml:"admin_token,omitempty"`
+	CallerTokens   []string     `yaml:"caller_tokens"`
+	AdminToken     string       `yaml:"admin_token,omitempty"`
+	ObserverTokens []string     `yaml:"observer_tokens,omitempty"`
+	Callers        []normCaller `yaml:"callers,omitempty"`
+}
+
+// normCaller shows where a labelled caller's token comes from: the file or variable it names (neither
+// is a secret, and both read the same token again), or the inline token redacted.
+type normCaller struct {
+	Label     string `yaml:"label"`
+	TokenFile string `yaml:"token_file,omitempty"`
+	TokenEnv  string `yaml:"token_env,omitempty"`
+	Token     string `yaml:"token,omitempty"`
 }
 
 type normLimits struct {
@@ -181,6 +193,21 @@ func (c Config) norm() normConfig {
 		n.Auth.CallerTokens[i] = t.redacted()
 	}
 	n.Auth.AdminToken = c.auth.adminToken.redacted()
+	for _, t := range c.auth.observerTokens {
+		n.Auth.ObserverTokens = append(n.Auth.ObserverTokens, t.redacted())
+	}
+	for _, l := range c.auth.callers {
+		nc := normCaller{Label: l.label}
+		switch kind, where, _ := strings.Cut(l.source, " "); kind {
+		case "file":
+			nc.TokenFile = where
+		case "environment":
+			nc.TokenEnv = where
+		default:
+			nc.Token = l.token.redacted()
+		}
+		n.Auth.Callers = append(n.Auth.Callers, nc)
+	}
 	for i, a := range c.aliases {
 		n.Aliases[i] = normAlias(a)
 	}
@@ -230,6 +257,9 @@ func (c Config) annotateAuth(root *yaml.Node) {
 	}
 	if k := mappingKey(auth, "admin_token"); k != nil && c.auth.adminSource != "" {
 		k.LineComment = "from " + c.auth.adminSource
+	}
+	if k := mappingKey(auth, "observer_tokens"); k != nil && c.auth.observerSource != "" {
+		k.LineComment = "from " + c.auth.observerSource
 	}
 }
 

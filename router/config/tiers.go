@@ -155,7 +155,7 @@ func (b *tierBuilder) apiKey(p *string, path string) (string, Secret, error) {
 	if !envNamePattern.MatchString(name) {
 		return "", Secret{}, invalid(path, envNameRule)
 	}
-	if name == EnvAPIToken || name == EnvAPITokens || name == EnvAdminToken {
+	if name == EnvAPIToken || name == EnvAPITokens || name == EnvAdminToken || name == EnvObserverTokens {
 		// Forwarding a caller or admin token upstream would leak it.
 		return "", Secret{}, invalid(path, "must not name a router token variable")
 	}

@@ -40,6 +40,9 @@ func scanCanonical(line []byte) (Record, bool) {
 	if c.peek(`,"caller_request_id":`) {
 		r.CallerRequestID = c.str("")
 	}
+	if c.peek(`,"caller":`) {
+		r.Caller = c.str("")
+	}
 	if c.peek(`,"replica_scheduler":`) {
 		d, ok := c.decision()
 		if !ok {

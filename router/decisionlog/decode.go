@@ -13,10 +13,10 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [17]string {
+func recordKeys() [18]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
 		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "queued_ns", "ejected_members",
-		"config_digest", "caller_request_id", "replica_scheduler"}
+		"config_digest", "caller_request_id", "caller", "replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -31,7 +31,7 @@ func scoreKeys() [7]string {
 // optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
 func optionalRecordKey(k string) bool {
 	return k == "queued_ns" || k == "ejected_members" || k == "config_digest" || k == "caller_request_id" ||
-		k == "replica_scheduler"
+		k == "caller" || k == "replica_scheduler"
 }
 
 // required is the optional-key predicate of an object whose keys are all required.
@@ -240,6 +240,10 @@ func (t tokens) recordField(r *Record, key, p string) error {
 	case "caller_request_id":
 		if r.CallerRequestID, err = t.str(p); err == nil && !ident.ValidRequestID(r.CallerRequestID) {
 			err = &fieldError{p, ErrInvalidValue} // present means kept: never empty, never InvalidMarker
+		}
+	case "caller":
+		if r.Caller, err = t.str(p); err == nil && !ident.ValidID(r.Caller) {
+			err = &fieldError{p, ErrInvalidValue} // present means known: never empty, never InvalidMarker
 		}
 	case "config_digest":
 		if r.ConfigDigest, err = t.str(p); err == nil && !validDigest(r.ConfigDigest) {

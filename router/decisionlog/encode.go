@@ -11,8 +11,8 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id and replica_scheduler
-// only when present. Every string it writes is a
+// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id, caller and
+// replica_scheduler only when present. Every string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
 // are produced directly rather than through reflection.
 func appendJSON(b []byte, r *Record) []byte {
@@ -41,6 +41,9 @@ func appendJSON(b []byte, r *Record) []byte {
 	}
 	if r.CallerRequestID != "" {
 		b = appendStringField(b, `,"caller_request_id":`, r.CallerRequestID)
+	}
+	if r.Caller != "" {
+		b = appendStringField(b, `,"caller":`, r.Caller)
 	}
 	if r.ReplicaScheduler != nil {
 		b = append(b, `,"replica_scheduler":`...)
@@ -164,6 +167,9 @@ func (r Record) Line() string {
 	}
 	if rec.CallerRequestID != "" {
 		writeKV(&b, "caller_request_id", rec.CallerRequestID)
+	}
+	if rec.Caller != "" {
+		writeKV(&b, "caller", rec.Caller)
 	}
 	if err == nil && rec.ReplicaScheduler != nil {
 		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")

@@ -102,6 +102,7 @@ func worstCase(t testing.TB) Record {
 		Strategy: StrategyCapacity, Outcome: OutcomeUpstreamTransportError, Attempts: 1, Status: 502,
 		Start: t0, Duration: MaxDuration, FirstByte: MaxDuration, Queued: MaxDuration, ReplicaScheduler: &d,
 		ConfigDigest: strings.Repeat("f", ConfigDigestLen), CallerRequestID: strings.Repeat("C", ident.MaxRequestIDLength),
+		Caller: strings.Repeat("c", ident.MaxIDLength),
 	}
 }
 

@@ -48,7 +48,15 @@ func FuzzReadJSONL(f *testing.F) {
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":7,"replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"t","caller_request_id":"t","replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `"request_id":"req-cap-1",`, `"request_id":"req-cap-1","caller_request_id":"t",`, 1) + "\n",
-		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_ids":"t","replica_scheduler"`, 1) + "\n"} {
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_ids":"t","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"team-a","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller_request_id":"t","caller":"caller-1","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"Team-A","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"10.0.0.1","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"-invalid-","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":1,"replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"a","caller_request_id":"t","replica_scheduler"`, 1) + "\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -152,6 +160,9 @@ func TestPropertyAddedRecordsRoundTrip(t *testing.T) {
 				!strings.Contains(got[i].Line(), " caller_request_id="+c)) {
 				t.Fatalf("caller request id stored out of grammar or not in the line: %q", c)
 			}
+			if c := got[i].Caller; c != "" && (!ident.ValidID(c) || !strings.Contains(got[i].Line(), " caller="+c)) {
+				t.Fatalf("caller stored out of grammar or not in the line: %q", c)
+			}
 		}
 	})
 }
@@ -183,6 +194,9 @@ func genRecord(t *rapid.T, i int) Record {
 	}
 	if rapid.Bool().Draw(t, "caller_id") {
 		r.CallerRequestID = genID(t, "caller_request_id")
+	}
+	if rapid.Bool().Draw(t, "has_caller") {
+		r.Caller = genID(t, "caller")
 	}
 	switch route := rapid.IntRange(0, 2).Draw(t, "route"); {
 	case route == 0 && r.Attempts == 0:

@@ -72,6 +72,55 @@ func TestReadJSONLCallerRequestID(t *testing.T) {
 	assert.Contains(t, recs[0].Line(), " caller_request_id=Trace_ID-9.x replica_scheduler=capacity")
 }
 
+// TestReadJSONLCaller: the optional caller label is read by both parsers, in its canonical place
+// (after caller_request_id), written back there and shown in the line; out of the ID grammar, empty,
+// the marker or out of place, it is refused with a fixed error.
+func TestReadJSONLCaller(t *testing.T) {
+	line := edit(t, `,"replica_scheduler":`, `,"caller_request_id":"t-1","caller":"team-a","replica_scheduler":`) + "\n"
+	recs, err := ReadJSONL(strings.NewReader(line), 1)
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "team-a", recs[0].Caller)
+	fast, ok := scanCanonical([]byte(strings.TrimSuffix(line, "\n")))
+	require.True(t, ok, "the fast path reads the field")
+	assert.Equal(t, "team-a", fast.Caller)
+	js, err := recs[0].JSON()
+	require.NoError(t, err)
+	assert.Equal(t, strings.TrimSuffix(line, "\n"), string(js))
+	assert.Contains(t, recs[0].Line(), " caller_request_id=t-1 caller=team-a replica_scheduler=capacity")
+	for name, tc := range map[string]struct {
+		value string
+		want  error
+	}{
+		"upper case": {`"Team-A"`, ErrInvalidValue}, "address": {`"10.0.0.1"`, ErrInvalidValue},
+		"empty": {`""`, ErrInvalidValue}, "marker": {`"-invalid-"`, ErrInvalidValue},
+		"number": {`7`, ErrWrongType}, "too long": {`"` + strings.Repeat("a", 65) + `"`, ErrInvalidValue},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ReadJSONL(strings.NewReader(edit(t, `,"replica_scheduler":`, `,"caller":`+tc.value+`,"replica_scheduler":`)+"\n"), 1)
+			assert.ErrorIs(t, err, tc.want)
+		})
+	}
+	_, err = ReadJSONL(strings.NewReader(edit(t, `,"replica_scheduler":`, `,"caller":"a","caller_request_id":"t","replica_scheduler":`)+"\n"), 1)
+	assert.ErrorIs(t, err, ErrNotCanonical, "out of place")
+}
+
+// TestAddDropsACallerOutOfGrammar: Log.Add keeps a valid caller label and drops (never marks) one
+// out of the ID grammar.
+func TestAddDropsACallerOutOfGrammar(t *testing.T) {
+	for in, want := range map[string]string{"team-a": "team-a", "Team A": "", "10.0.0.1": "", "": ""} {
+		r := sampleRecords(t)[0]
+		r.Caller = in
+		js, err := r.JSON()
+		require.NoError(t, err)
+		if want == "" {
+			assert.NotContains(t, string(js), `"caller":`, in)
+		} else {
+			assert.Contains(t, string(js), `"caller":"`+want+`"`, in)
+		}
+	}
+}
+
 func TestReadJSONLEmptyInput(t *testing.T) {
 	recs, err := ReadJSONL(strings.NewReader(""), 1)
 	assert.NoError(t, err)

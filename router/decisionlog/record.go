@@ -92,6 +92,11 @@ type Record struct {
 	// caller sent none or it was dropped, and omitted from every encoding then. One failing the
 	// grammar is dropped by sanitizing (never InvalidMarker: present means kept).
 	CallerRequestID string
+	// Caller is the label of the caller token that authenticated the request (auth.callers' label,
+	// or "caller-N" for an unlabelled token by its position; "other" past the bound): never the token.
+	// "" when none is known, and omitted from every encoding then. It is in the ID grammar
+	// (ident.ValidID); one failing it is dropped by sanitizing, like CallerRequestID.
+	Caller string
 
 	// ReplicaScheduler is the capacity lease's decision. It is kept only for a
 	// capacity-strategy replica record whose Member is the decision's selected member
@@ -136,11 +141,18 @@ func sanitizeIDs(r *Record) int {
 		r.CallerRequestID = "" // a correlation value that fails its grammar is no correlation: dropped
 		n++
 	}
+	if !validCaller(r.Caller) {
+		r.Caller = ""
+		n++
+	}
 	return n
 }
 
 // validCallerID: CallerRequestID is absent or in the request-ID grammar; never InvalidMarker.
 func validCallerID(s string) bool { return s == "" || ident.ValidRequestID(s) }
+
+// validCaller: Caller is absent or in the ID grammar; never InvalidMarker.
+func validCaller(s string) bool { return s == "" || ident.ValidID(s) }
 
 // checkIDs is the strict form used by ingestion: the first unacceptable ID field.
 func checkIDs(r *Record) error {
@@ -154,6 +166,9 @@ func checkIDs(r *Record) error {
 	}
 	if !validCallerID(r.CallerRequestID) {
 		return &fieldError{"caller_request_id", ErrInvalidValue}
+	}
+	if !validCaller(r.Caller) {
+		return &fieldError{"caller", ErrInvalidValue}
 	}
 	return nil
 }

@@ -62,6 +62,10 @@ func (r *Router) Begin(requestID string, start time.Time) Attempt {
 // the server passes only one it has checked (see decisionlog.Record.CallerRequestID); "" keeps none.
 func (a *Attempt) Correlate(callerRequestID string) { a.rec.CallerRequestID = callerRequestID }
 
+// Identify names the request's caller in its record by the caller token's label (never the token);
+// "" names none.
+func (a *Attempt) Identify(caller string) { a.rec.Caller = caller }
+
 // Resolve resolves the request's alias and applies the gates (see Router.Resolve). Once the alias
 // names a tier, the record carries the alias, the tier and its route, whether the gates pass or not.
 func (a *Attempt) Resolve(req request.Request) (config.Tier, error) {

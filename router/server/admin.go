@@ -56,6 +56,10 @@ func (s *Server) transition(c *gin.Context) {
 		s.refuseTransition(c, manage.Request{}, problem(p), nil) // nothing unvalidated reaches the log
 		return
 	}
+	if readOnlyRefused(c, req) {
+		s.refuseTransition(c, req, errReadOnly, nil) // an observer token asks status only
+		return
+	}
 	resp, refusal, active := s.runTransition(c.Request.Context(), req)
 	if refusal != nil {
 		s.refuseTransition(c, req, *refusal, active)

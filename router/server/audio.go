@@ -31,6 +31,8 @@ func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 		g := s.genOf(c)
 		at := g.router.Begin(requestID(c), s.now())
 		at.Correlate(callerRequestID(c))
+		_, caller := s.callerOf(c, g)
+		at.Identify(caller)
 		defer s.finish(c, &at)
 
 		form, ok := s.openForm(c, g)

@@ -2,8 +2,8 @@ package server
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// The fair body budget's metrics. The caller label is callerLabel's ("caller-1".."caller-32",
-// "other"): bounded by the configuration, never by what a request says.
+// The fair body budget's metrics. The caller label is callerOf's (auth.callers' labels,
+// "caller-1".."caller-32", "other"): bounded by the configuration, never by what a request says.
 
 // Reasons of anvil_router_body_refusals_total.
 const (
@@ -25,10 +25,10 @@ func (m *metrics) bodyRefused(caller, reason string) {
 	m.bodyRefusals.WithLabelValues(caller, reason).Inc()
 }
 
-// seedCallers makes every caller label of n callers present with every reason, so a dashboard sees
-// zeros before the first refusal.
-func (m *metrics) seedCallers(n int) {
-	for _, c := range callerLabels(n) {
+// seedCallers makes every caller label present with every reason, so a dashboard sees zeros before
+// the first refusal.
+func (m *metrics) seedCallers(labels []string) {
+	for _, c := range labels {
 		for _, r := range bodyRefusalReasons {
 			m.bodyRefusals.WithLabelValues(c, r)
 		}
@@ -51,13 +51,13 @@ func (h heldCollector) Describe(ch chan<- *prometheus.Desc) { ch <- h.desc }
 
 func (h heldCollector) Collect(ch chan<- prometheus.Metric) {
 	g := h.s.current()
-	labels := callerLabels(len(g.holders))
-	held := make([]int64, len(labels))
+	labels := g.labelSet()
+	held := make(map[string]int64, len(labels))
 	for i, hd := range g.holders {
-		held[min(i, len(labels)-1)] += hd.held()
+		held[g.labels[i]] += hd.held()
 	}
-	held[len(labels)-1] += h.s.unknownCaller.held()
-	for i, l := range labels {
-		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(held[i]), l)
+	held[otherCaller] += h.s.unknownCaller.held()
+	for _, l := range labels {
+		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(held[l]), l)
 	}
 }

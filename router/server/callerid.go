@@ -82,7 +82,7 @@ func newSecretFilter(secrets []string, base uint64) secretFilter {
 // generationSecrets is every credential of cfg a caller ID must not carry.
 func generationSecrets(cfg config.Config) []string {
 	var out []string
-	for _, t := range cfg.CallerTokens() {
+	for _, t := range append(cfg.CallerTokens(), cfg.ObserverTokens()...) {
 		out = append(out, t.Reveal())
 	}
 	if t := cfg.AdminToken(); !t.IsZero() {

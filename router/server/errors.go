@@ -22,6 +22,7 @@ type apiError struct {
 var (
 	errUnauthenticated = apiError{http.StatusUnauthorized, "missing or invalid bearer token", "authentication_error", "invalid_api_key"}
 	errForbiddenAdmin  = apiError{http.StatusUnauthorized, "missing or invalid admin token", "authentication_error", "invalid_admin_token"}
+	errReadOnly        = apiError{http.StatusForbidden, "an observer token may only read; this route needs the admin token", "permission_error", "insufficient_role"}
 	errTooLarge        = apiError{http.StatusRequestEntityTooLarge, "request body is too large", "invalid_request_error", "request_too_large"}
 	errBusy            = apiError{http.StatusServiceUnavailable, "the router is reading too many request bodies right now; retry shortly", "service_unavailable", "body_budget_exhausted"}
 	errCallerBusy      = apiError{http.StatusServiceUnavailable, "this caller's request bodies already hold its share of the router's body budget; retry shortly", "service_unavailable", "caller_body_share_exhausted"}

@@ -29,6 +29,8 @@ func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 		g := s.genOf(c)
 		at := g.router.Begin(requestID(c), s.now())
 		at.Correlate(callerRequestID(c))
+		_, caller := s.callerOf(c, g)
+		at.Identify(caller)
 		defer s.finish(c, &at)
 
 		req, ok := s.parse(c, g, ep)

@@ -36,9 +36,13 @@ type generation struct {
 	// callerKeys and holders are each caller token's identity and budget holder, in callers' order.
 	callerKeys []tokenKey
 	holders    []*holder
-	admin      []config.Secret
-	ids        secretFilter // the credentials above and the tiers' upstream keys, which no caller ID may carry
-	loadedAt   time.Time
+	// labels are each caller's label in callers' order, bounded (callerLabels); observers are the
+	// read-only tokens.
+	labels    []string
+	admin     []config.Secret
+	observers []config.Secret
+	ids       secretFilter // the credentials above and the tiers' upstream keys, which no caller ID may carry
+	loadedAt  time.Time
 
 	done chan struct{}              // closed when the next generation is in force
 	next atomic.Pointer[generation] // set before done is closed
@@ -56,6 +60,7 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 	if t := cfg.AdminToken(); !t.IsZero() {
 		g.admin = []config.Secret{t}
 	}
+	g.observers, g.labels = cfg.ObserverTokens(), callerLabels(cfg.Callers())
 	g.callerKeys, g.holders = adoptHolders(s.gen.Load(), g.callers)
 	g.sources = capacity.Sources{Admission: router.Admission(), Health: healthNow{router, s.now},
 		Readiness: s.prober.State(), Decisions: s.decisions}
@@ -75,7 +80,7 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 func (s *Server) applyLimits(g *generation) {
 	l := g.cfg.Limits()
 	s.bodies.setLimits(l.MaxInflightBodyBytes, callerShare(l.MaxInflightBodyBytes, l.CallerBodySharePercent, l.MaxBodyBytes, len(g.callers)))
-	s.metrics.seedCallers(len(g.callers))
+	s.metrics.seedCallers(g.labelSet())
 }
 
 // current is the generation in force.

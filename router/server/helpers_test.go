@@ -32,7 +32,9 @@ import (
 const (
 	callerToken = "caller-token-0123456789"
 	adminToken  = "admin-token-0123456789"
-	servedModel = "test/llama"
+	// observerToken is every test router's read-only token (ANVIL_OBSERVER_TOKENS).
+	observerToken = "observer-token-0123456789"
+	servedModel   = "test/llama"
 )
 
 // member is one real fake-vLLM server on loopback, with a counter of the generation requests that
@@ -213,6 +215,8 @@ func env(k string) (string, bool) {
 		return callerToken, true
 	case config.EnvAdminToken:
 		return adminToken, true
+	case config.EnvObserverTokens:
+		return observerToken, true
 	case upstreamEnv:
 		return upstreamKey, true
 	}

@@ -59,7 +59,7 @@ func TestRequestMetricsFollowTheDecisionLog(t *testing.T) {
 	hold := []func(){inFlightOne(t, r, ms), inFlightOne(t, r, ms)} // both ceilings of one taken
 	send(chatBody(2, false), http.StatusServiceUnavailable)
 
-	_, page := r.get(t, "/metrics", adminToken)
+	_, page := r.get(t, "/metrics", observerToken) // Prometheus scrapes with the read-only token
 	mfs := families(t, page)
 	type key struct{ alias, tier, member, outcome, class string }
 	want := map[key]float64{}

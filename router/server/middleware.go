@@ -3,11 +3,13 @@ package server
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"net/http"
 	"strings"
 
 	"github.com/gin-gonic/gin"
 
 	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/manage"
 )
 
 const (
@@ -62,9 +64,11 @@ func bearer(c *gin.Context) (string, bool) {
 	return token, token != ""
 }
 
-// authenticate guards every path under /v1 with the caller tokens and every path under /admin, and
-// /metrics, with the admin token (none configured: every admin request is refused), whether or not a
-// route exists there. The one exception is the status page's own files (exact paths, see
+// authenticate guards every path under /v1 with the caller tokens, and every path under /admin and
+// /metrics with the admin token or, for a read (GET, HEAD), an observer token, whether or not a route
+// exists there. An observer token on any other admin request is refused with 403 insufficient_role;
+// a caller token opens nothing outside /v1 and an admin or observer token nothing inside it (both
+// 401, as an unknown token). The one exception is the status page's own files (exact paths, see
 // statuspage.Page.Public): they are the same static bytes for everyone, and the page asks for the
 // token itself before it reads anything.
 // A refusal is logged at info with the request ID and the matched route pattern, never the token, the
@@ -75,35 +79,70 @@ func bearer(c *gin.Context) (string, bool) {
 func (s *Server) authenticate() gin.HandlerFunc {
 	return func(c *gin.Context) {
 		g := s.genOf(c)
-		callers, admin := g.callers, g.admin
-		secrets, refusal, scope := []config.Secret(nil), errUnauthenticated, ""
+		var refusal apiError
+		scope := ""
 		switch p := c.Request.URL.Path; {
 		case s.page.Public(p):
 			c.Next()
 			return
 		case p == "/v1" || strings.HasPrefix(p, "/v1/"):
-			secrets, scope = callers, "front"
-		case p == "/admin" || strings.HasPrefix(p, "/admin/"):
-			secrets, refusal, scope = admin, errForbiddenAdmin, "admin"
-		case p == "/metrics" || strings.HasPrefix(p, "/metrics/"):
-			secrets, refusal, scope = admin, errForbiddenAdmin, "metrics"
+			scope = "front"
+			if i, ok := matching(c, g.callers); ok {
+				c.Set(ctxCaller, i) // the caller's budget holder and label (callers.go)
+			} else {
+				refusal = errUnauthenticated
+			}
+		case p == "/admin" || strings.HasPrefix(p, "/admin/"), p == "/metrics" || strings.HasPrefix(p, "/metrics/"):
+			scope, refusal = "admin", operatorRefusal(c, g)
+			if strings.HasPrefix(p, "/metrics") {
+				scope = "metrics"
+			}
 		default:
 			c.Next()
 			return
 		}
-		i, ok := matching(c, secrets)
-		if !ok {
+		if refusal.status != 0 {
 			s.log.Info("request refused: authentication", "request_id", requestID(c), "scope", scope,
 				"route", c.FullPath(), "status", refusal.status)
 			abort(c, refusal)
 			return
 		}
-		if scope == "front" {
-			c.Set(ctxCaller, i) // the fair body budget's caller (callers.go)
-		}
 		s.correlate(c, g)
 		c.Next()
 	}
+}
+
+// ctxReadOnly marks a request an observer token opened: the transition endpoint then answers only
+// the status action (readOnlyAction).
+const ctxReadOnly = "anvil.read_only"
+
+// operatorRefusal is the refusal of an admin or /metrics request, or the zero apiError when its token
+// opens it: the admin token always, an observer token for a read (GET or HEAD) and for the transition
+// endpoint, which it marks read-only. Both lists are always compared, so timing does not tell an
+// observer token from the admin token.
+func operatorRefusal(c *gin.Context, g *generation) apiError {
+	_, admin := matching(c, g.admin)
+	_, observer := matching(c, g.observers)
+	r := c.Request
+	read := r.Method == http.MethodGet || r.Method == http.MethodHead
+	switch {
+	case admin:
+		return apiError{}
+	case observer && read:
+		return apiError{}
+	case observer && r.Method == http.MethodPost && r.URL.Path == manage.TransitionPath:
+		c.Set(ctxReadOnly, true) // transition-status is a read; every other action is refused there
+		return apiError{}
+	case observer:
+		return errReadOnly
+	}
+	return errForbiddenAdmin
+}
+
+// readOnlyRefused reports whether req is an action the request's token may not take: anything but
+// status under an observer token, dry runs included.
+func readOnlyRefused(c *gin.Context, req manage.Request) bool {
+	return c.GetBool(ctxReadOnly) && req.Action != manage.ActionStatus
 }
 
 // matching reports which of secrets the request's bearer token is, if any. Every secret is compared,

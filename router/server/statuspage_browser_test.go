@@ -756,6 +756,18 @@ func TestStatusPageInABrowser(t *testing.T) {
 		assert.Equal(t, "true", eval(t, `String(document.getElementById("status").hidden)`), "a reload asks again")
 	})
 
+	step("an observer token reads, and the router refuses its transitions", func(t *testing.T) {
+		run(t, chromedp.SendKeys(chromedp.CSS("#token"), observerToken), chromedp.Click(chromedp.CSS("#signin-button")),
+			chromedp.WaitVisible(chromedp.CSS("#status")))
+		settle(t)
+		assert.NotEmpty(t, shown(t), "the read-only page shows the tiers")
+		run(t, chromedp.Click(button("quiesce", "replicas", "m01")),
+			chromedp.Poll[chromedp.Void](`document.getElementById("result-text").textContent.includes("insufficient_role")`))
+		assert.Equal(t, "false", eval(t, `String(document.getElementById("confirm").open)`), "refused at the dry run")
+		assert.Equal(t, "admitting", memberState(t, pr, "replicas", "m01"), "an observer quiesces nothing")
+		run(t, chromedp.Click(chromedp.CSS("#signout")), chromedp.WaitVisible(chromedp.CSS("#signin")))
+	})
+
 	step("only the router, only with the header", func(t *testing.T) {
 		eventsMu.Lock()
 		got := append([]string(nil), urls...)

@@ -21,14 +21,20 @@ import (
 
 // sweepEnv supplies the API keys testdata/full.yaml names, and one more for a renamed variable.
 func sweepEnv() map[string]string {
-	return map[string]string{"GPU_BOX_KEY": apiKey, "HOSTED_API_KEY": apiKey + "-hosted", "OTHER_KEY": apiKey + "-other"}
+	return map[string]string{"GPU_BOX_KEY": apiKey, "HOSTED_API_KEY": apiKey + "-hosted", "OTHER_KEY": apiKey + "-other",
+		"TEAM_A_TOKEN": labelTok, "BATCH_TOKEN": labelTok2, "OTHER_CALLER_TOKEN": labelTok2 + "-other"}
 }
 
 // sweepTokenFile answers any caller-token file with two tokens and any admin-token file with one, so
 // a renamed token file still reads.
 func sweepTokenFile(name string) ([]byte, error) {
-	if strings.Contains(name, "admin") {
+	switch {
+	case strings.Contains(name, "admin"):
 		return []byte(adminTok + "\n"), nil
+	case strings.Contains(name, "observer"):
+		return []byte(observerTok + "\n"), nil
+	case strings.Contains(name, "team"):
+		return []byte(labelTok + "\n"), nil
 	}
 	return []byte(callerTok + "\n" + callerTok2 + "\n"), nil
 }
@@ -67,7 +73,7 @@ func leaves(v reflect.Value, schema, path string) []leaf {
 		case fv.Kind() == reflect.Pointer:
 			if !fv.IsNil() {
 				l := leaf{schema: s, path: p, v: fv}
-				if key == "id" {
+				if key == "id" || key == "label" {
 					l.path, l.entry = path, path
 				}
 				out = append(out, l)
@@ -80,6 +86,9 @@ func leaves(v reflect.Value, schema, path string) []leaf {
 			for j := range fv.Len() {
 				e := fv.Index(j)
 				id := e.FieldByName("ID")
+				if !id.IsValid() {
+					id = e.FieldByName("Label") // auth.callers are keyed by label
+				}
 				out = append(out, leaves(e, s, p+"."+id.Elem().String())...)
 			}
 		}
@@ -179,13 +188,16 @@ func stringMutations(l leaf, key, cur string, set func(any) func(*config.Documen
 		return one(set(map[string]string{"capacity": "round_robin", "round_robin": "capacity"}[cur]))
 	case "tiers.api_key_env":
 		return one(set("OTHER_KEY"))
+	case "auth.callers.token_env":
+		return one(set("OTHER_CALLER_TOKEN"))
 	case "tiers.endpoint", "tiers.members.endpoint":
 		return one(set(bumpPort(cur)))
 	}
 	switch key {
-	case "cert_file", "key_file", "jsonl_path", "intent_file", "caller_tokens_file", "admin_token_file":
+	case "cert_file", "key_file", "jsonl_path", "intent_file", "caller_tokens_file", "admin_token_file",
+		"observer_tokens_file", "token_file":
 		return one(set(cur + ".new"))
-	case "admin_token", "id":
+	case "admin_token", "id", "label", "token":
 		return one(set(cur + "x"))
 	case "served_model":
 		return one(set(cur + "-x"))
@@ -249,6 +261,9 @@ func TestDiffSweepsEveryLeaf(t *testing.T) {
 		{"token files", func(doc *config.Document) {
 			doc.Auth.CallerTokens, doc.Auth.AdminToken = nil, nil
 			doc.Auth.CallerTokensFile, doc.Auth.AdminTokenFile = ptr("/run/anvil/caller-tokens"), ptr("/run/anvil/admin-token")
+			doc.Auth.ObserverTokens, doc.Auth.ObserverTokensFile = nil, ptr("/run/anvil/observer-tokens")
+			doc.Auth.Callers[0] = config.CallerDoc{Label: doc.Auth.Callers[0].Label, TokenFile: ptr("/run/anvil/team-a")}
+			doc.Auth.Callers[1] = config.CallerDoc{Label: doc.Auth.Callers[1].Label, Token: ptr(labelTok2)}
 		}},
 	}
 	fresh := func(t *testing.T, edit func(*config.Document)) config.Document {

@@ -17,7 +17,23 @@ const (
 	callerTok2 = "caller-SECRET-bbbbbbbbbbbbbbbb"
 	adminTok   = "admin-SECRET-cccccccccccccccccc"
 	apiKey     = "sk-SECRET-upstream-key-dddddddd"
+
+	observerTok = "observer-SECRET-eeeeeeeeeeeeeee"
+	labelTok    = "label-SECRET-ffffffffffffffffff"
+	labelTok2   = "label-SECRET-gggggggggggggggggg"
+
+	labelRule   = "must match [a-z0-9][a-z0-9._-]{0,63}, and not other or caller-N (reserved for unlabelled tokens)"
+	envNameRule = "must match [A-Z_][A-Z0-9_]{0,127}"
 )
+
+// manyCallers is n labelled callers with distinct labels and tokens.
+func manyCallers(n int) []any {
+	out := make([]any, n)
+	for i := range out {
+		out[i] = map[string]any{"label": "team-" + strconv.Itoa(i), "token": "label-SECRET-" + strings.Repeat("x", 16) + strconv.Itoa(i)}
+	}
+	return out
+}
 
 // baseDoc is a small valid configuration touching every tier shape: a
 // capacity replica tier, a round-robin replica tier and a direct tier.

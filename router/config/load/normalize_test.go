@@ -16,7 +16,7 @@ import (
 var update = flag.Bool("update", false, "rewrite golden files under testdata/")
 
 func fullEnv() map[string]string {
-	return map[string]string{"GPU_BOX_KEY": "gpu-SECRET-key", "HOSTED_API_KEY": apiKey}
+	return map[string]string{"GPU_BOX_KEY": "gpu-SECRET-key", "HOSTED_API_KEY": apiKey, "TEAM_A_TOKEN": labelTok, "BATCH_TOKEN": labelTok2}
 }
 
 func readTestdata(t testing.TB, name string) []byte {
@@ -182,6 +182,7 @@ func TestNormalizedRoundTrip(t *testing.T) {
 			env := fullEnv()
 			env[config.EnvAPITokens] = callerTok + "," + callerTok2
 			env[config.EnvAdminToken] = adminTok
+			env[config.EnvObserverTokens] = observerTok
 			c := mustParse(t, readTestdata(t, name), env)
 			n1, err := c.Normalized()
 			require.NoError(t, err)

@@ -58,8 +58,8 @@ func TestRedaction(t *testing.T) {
 	assert.Contains(t, logs.String(), `"key":"[redacted]"`)
 	assert.Equal(t, "[redacted]", fmt.Sprint(big.APIKey))
 	assert.Equal(t, `config.Secret("[redacted]")`, fmt.Sprintf("%#v", big.APIKey))
-	assert.Equal(t, "config{listen=127.0.0.1:9000 tls=false tiers=3 aliases=4 caller_tokens=1 admin_token=true}", c.String())
-	assert.Equal(t, "config.Config{listen=127.0.0.1:9000 tls=false tiers=3 aliases=4 caller_tokens=1 admin_token=true}", fmt.Sprintf("%#v", c))
+	assert.Equal(t, "config{listen=127.0.0.1:9000 tls=false tiers=3 aliases=4 caller_tokens=1 observer_tokens=0 admin_token=true}", c.String())
+	assert.Equal(t, "config.Config{listen=127.0.0.1:9000 tls=false tiers=3 aliases=4 caller_tokens=1 observer_tokens=0 admin_token=true}", fmt.Sprintf("%#v", c))
 }
 
 // TestErrorsNeverEchoValues feeds secrets into every place where a bad

@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"sync"
 
@@ -189,6 +190,10 @@ func namedFiles(doc config.Document) []namedFile {
 	if doc.Auth != nil {
 		add("auth.caller_tokens_file", doc.Auth.CallerTokensFile, config.MaxTokenFileBytes)
 		add("auth.admin_token_file", doc.Auth.AdminTokenFile, config.MaxTokenFileBytes)
+		add("auth.observer_tokens_file", doc.Auth.ObserverTokensFile, config.MaxTokenFileBytes)
+		for i, c := range doc.Auth.Callers {
+			add(fmt.Sprintf("auth.callers[%d].token_file", i), c.TokenFile, config.MaxTokenFileBytes)
+		}
 	}
 	return out
 }

@@ -155,7 +155,16 @@ func TestSourceRefusals(t *testing.T) {
 // restoring a file restores its fingerprint.
 func TestFingerprintSeesEveryFile(t *testing.T) {
 	dir, path := sourceDir(t)
+	// The role files too: an observer token file and a labelled caller's token file.
+	data, err := os.ReadFile(path)
+	require.NoError(t, err)
+	d := loadDoc(t, string(data))
+	d.set(t, "auth.observer_tokens_file", writeFile(t, dir, "observers", observerTok+"\n"))
+	d.set(t, "auth.callers", []any{map[string]any{"label": "team-a", "token_file": writeFile(t, dir, "team-a", labelTok+"\n")}})
+	writeFile(t, dir, "router.yaml", string(d.bytes(t)))
 	s := NewSource(path, envMap(baseEnv()))
+	_, err = s.Load(context.Background())
+	require.NoError(t, err)
 	fp := func() string {
 		t.Helper()
 		v, err := s.Fingerprint(context.Background())
@@ -165,7 +174,7 @@ func TestFingerprintSeesEveryFile(t *testing.T) {
 	first := fp()
 	require.Equal(t, first, fp(), "stable")
 	seen := map[string]string{first: "start"}
-	for _, name := range []string{"router.yaml", "callers", "admin", "cert.pem", "key.pem"} {
+	for _, name := range []string{"router.yaml", "callers", "admin", "observers", "team-a", "cert.pem", "key.pem"} {
 		t.Run(name, func(t *testing.T) {
 			p := filepath.Join(dir, name)
 			was, err := os.ReadFile(p)
