@@ -114,7 +114,8 @@ func (r *binRouter) CheckConfig(ctx context.Context, doc []byte) ([]byte, error)
 		return nil, err
 	}
 	cmd := exec.CommandContext(ctx, r.bin, "config", "check", f.Name())
-	cmd.Env = append(os.Environ(), "ANVIL_API_TOKEN="+randomToken(), "ANVIL_ADMIN_TOKEN="+randomToken())
+	cmd.Env = append(os.Environ(), "ANVIL_API_TOKEN="+randomToken(), "ANVIL_ADMIN_TOKEN="+randomToken(),
+		"ANVIL_OBSERVER_TOKENS="+randomToken())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
