@@ -288,17 +288,7 @@ const (
 // when not ready, why.
 func (s *Server) readyz(c *gin.Context) { s.readiness(c, false) }
 
-// HostReadyPath answers like /readyz with quiesce set aside: 200 once the first readiness round has
-// completed and every replica tier has a probed-ready member (loaded models), unless the decision sink
-// is failing. It is the kubelet's readinessProbe in deploy/kubernetes: the pod's Ready condition is
-// also what a StatefulSet rolling update waits for and what a PodDisruptionBudget counts, and a host an
-// operator quiesced on purpose must neither stall a rollout nor block drains elsewhere. /readyz stays
-// traffic readiness, for balancers that health-check it.
-const HostReadyPath = "/readyz/host"
-
-func (s *Server) readyzHost(c *gin.Context) { s.readiness(c, true) }
-
-// readiness answers /readyz, or HostReadyPath when host is set: then a quiesce is no reason.
+// readiness answers /readyz, or HostReadyPath (readyhost.go) when host is set: then a quiesce is no reason.
 func (s *Server) readiness(c *gin.Context, host bool) {
 	type tierReady struct {
 		Tier      string `json:"tier"`

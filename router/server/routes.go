@@ -35,7 +35,7 @@ func (s *Server) routes() *gin.Engine {
 	e.HEAD("/healthz", healthz) // load balancers probe with HEAD
 	e.GET("/readyz", s.readyz)
 	e.HEAD("/readyz", s.readyz)
-	e.GET(HostReadyPath, s.readyzHost) // quiesce aside: the kubelet's readiness (front.go)
+	e.GET(HostReadyPath, s.readyzHost) // quiesce aside: the kubelet's readiness (readyhost.go)
 	e.HEAD(HostReadyPath, s.readyzHost)
 
 	v1 := e.Group("/v1")
