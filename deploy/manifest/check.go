@@ -23,15 +23,16 @@ const (
 	Config    Invariant = "config"    // the mounted config passes `anvil-router config check`
 	Members   Invariant = "members"   // every replica tier and member is on 127.0.0.1
 	Ports     Invariant = "ports"     // vLLM ports and served models agree with the tiers; the router listens on its port
-	Probes    Invariant = "probes"    // probes on real routes, on the right ports; vLLM startup allows model load
-	Grace     Invariant = "grace"     // preStop sleeps, shutdown_grace and terminationGracePeriodSeconds in order
+	Probes    Invariant = "probes"    // probes on real routes, on the right ports; readiness sets quiesce aside; vLLM startup allows model load
+	Grace     Invariant = "grace"     // shutdown_grace, preStop sleeps and terminationGracePeriodSeconds derived from upstream.timeout
+	Rollout   Invariant = "rollout"   // a rolling update, one host at a time, hosts managed in parallel
 	Secrets   Invariant = "secrets"   // tokens only from Secret files; never in env, never committed
 	Intent    Invariant = "intent"    // intent_file on a persistent, writable volume
 	Security  Invariant = "security"  // read-only root, no privilege escalation, no capabilities, seccomp RuntimeDefault
 	Resources Invariant = "resources" // requests and limits; one GPU per vLLM container, none for the router
 	Spread    Invariant = "spread"    // at most one pod per host
 	Service   Invariant = "service"   // the Service, the headless Service and the PodDisruptionBudget
-	Monitor   Invariant = "monitor"   // the ServiceMonitor scrapes /metrics with the admin token
+	Monitor   Invariant = "monitor"   // the ServiceMonitor scrapes /metrics and every replica's page with the observer token
 	Reload    Invariant = "reload"    // a config change reaches the running router without rolling the pod
 )
 
@@ -55,15 +56,20 @@ type Router interface {
 
 // The contract the manifests are checked against.
 const (
-	AnvilContainer  = "anvil"     // the router's container name
-	LoopbackHost    = "127.0.0.1" // where every replica listens, inside the pod
-	LivenessPath    = "/healthz"  // 200 while the router serves
-	ReadinessPath   = "/readyz"   // 200 once every replica tier admits and has a ready, admitting member
-	VLLMHealthPath  = "/health"   // vLLM's health route
-	MetricsPath     = "/metrics"
-	GPUResource     = "nvidia.com/gpu"
-	HostnameKey     = "kubernetes.io/hostname"
-	ModelLoadBudget = 20 * time.Minute // the least time a vLLM startup probe must allow
+	AnvilContainer = "anvil"     // the router's container name
+	LoopbackHost   = "127.0.0.1" // where every replica listens, inside the pod
+	LivenessPath   = "/healthz"  // 200 while the router serves
+	TrafficPath    = "/readyz"   // 200 once every replica tier admits and has a ready, admitting member
+	// ReadinessPath is the pod's readiness: /readyz with quiesce set aside (200 once every replica tier
+	// has a ready member). The Ready condition also gates the StatefulSet's rolling update and the
+	// PodDisruptionBudget, which must not stall on a host an operator quiesced on purpose.
+	ReadinessPath       = "/readyz/host"
+	MemberMetricsPrefix = "/metrics/members/" // + TIER/MEMBER: a replica's own page, re-exposed by the router
+	VLLMHealthPath      = "/health"           // vLLM's health route
+	MetricsPath         = "/metrics"
+	GPUResource         = "nvidia.com/gpu"
+	HostnameKey         = "kubernetes.io/hostname"
+	ModelLoadBudget     = 20 * time.Minute // the least time a vLLM startup probe must allow
 )
 
 // checker holds one run's decoded inputs and findings.
@@ -72,13 +78,14 @@ type checker struct {
 	router   Router
 	problems []Problem
 
-	sts   *appsv1.StatefulSet
-	pod   *corev1.PodSpec
-	anvil *corev1.Container
-	vllms []*corev1.Container
-	cfg   *routerConfig // nil when the config could not be checked
-	auth  rawAuth
-	admin secretRef // the Secret and key the admin token file comes from
+	sts      *appsv1.StatefulSet
+	pod      *corev1.PodSpec
+	anvil    *corev1.Container
+	vllms    []*corev1.Container
+	cfg      *routerConfig // nil when the config could not be checked
+	auth     rawAuth
+	admin    secretRef // the Secret and key the admin token file comes from
+	observer secretRef // the same for the observer token file; zero when none
 }
 
 type secretRef struct{ name, key string }
@@ -94,6 +101,7 @@ func Check(ctx context.Context, s *Set, r Router) []Problem {
 	c.ports()
 	c.probes(ctx)
 	c.grace()
+	c.rollout()
 	c.secrets()
 	c.intent()
 	c.security()

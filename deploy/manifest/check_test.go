@@ -193,7 +193,7 @@ func TestPlantedErrorsFailExactlyTheirInvariant(t *testing.T) {
 		}, Probes},
 
 		{"grace period below shutdown_grace", func(s *Set) { pod(s).TerminationGracePeriodSeconds = ptr(int64(60)) }, Grace},
-		{"shutdown_grace raised past the grace period", editConfig("shutdown_grace: 60s", "shutdown_grace: 2m"), Grace},
+		{"shutdown_grace raised past the grace period", editConfig("shutdown_grace: 5m5s", "shutdown_grace: 6m"), Grace},
 		{"router without a preStop sleep", func(s *Set) { container(s, "anvil").Lifecycle = nil }, Grace},
 		{"vLLM stops before the router drains", func(s *Set) { container(s, "vllm-2").Lifecycle.PreStop.Sleep.Seconds = 30 }, Grace},
 
@@ -331,8 +331,32 @@ func TestPlantedServiceMonitorErrors(t *testing.T) {
 	sm := func(s *Set) *monitoringv1.ServiceMonitor { return s.ServiceMonitors[0] }
 	cases := []plant{
 		{"scrapes another path", func(s *Set) { sm(s).Spec.Endpoints[0].Path = "/stats" }, Monitor},
-		{"without the admin token", func(s *Set) { sm(s).Spec.Endpoints[0].Authorization = nil }, Monitor},
+		{"without the observer token", func(s *Set) { sm(s).Spec.Endpoints[0].Authorization = nil }, Monitor},
 		{"with another Secret", func(s *Set) { sm(s).Spec.Endpoints[0].Authorization.Credentials.Name = "anvil-caller-tokens" }, Monitor},
+		{"with the admin token", func(s *Set) {
+			sm(s).Spec.Endpoints[2].Authorization.Credentials = &corev1.SecretKeySelector{
+				LocalObjectReference: corev1.LocalObjectReference{Name: "anvil-admin-token"}, Key: "token"}
+		}, Monitor},
+		{"with the admin token, and the router reading it as its observer token too", func(s *Set) {
+			editConfig("observer_tokens_file: /etc/anvil/secrets/observer/token", "observer_tokens_file: /etc/anvil/secrets/admin/token")(s)
+			for i := range sm(s).Spec.Endpoints {
+				sm(s).Spec.Endpoints[i].Authorization.Credentials.Name = "anvil-admin-token"
+			}
+		}, Monitor},
+		{"a router without observer tokens", editConfig("observer_tokens_file: /etc/anvil/secrets/observer/token", ""), Monitor},
+		{"a replica's page not scraped", func(s *Set) { sm(s).Spec.Endpoints = sm(s).Spec.Endpoints[:4] }, Monitor},
+		{"a replica's page scraped twice", func(s *Set) {
+			sm(s).Spec.Endpoints = append(sm(s).Spec.Endpoints, sm(s).Spec.Endpoints[1])
+		}, Monitor},
+		{"a page of no configured member", func(s *Set) { sm(s).Spec.Endpoints[4].Path = "/metrics/members/qwen-7b/vllm-9" }, Monitor},
+		{"a replica's series without its member label", func(s *Set) {
+			sm(s).Spec.Endpoints[3].RelabelConfigs = sm(s).Spec.Endpoints[3].RelabelConfigs[:1]
+		}, Monitor},
+		{"a replica's series labelled as another member", func(s *Set) {
+			sm(s).Spec.Endpoints[3].RelabelConfigs[1].Replacement = ptr("vllm-0")
+		}, Monitor},
+		{"observer token file off the Secret mount", editConfig("observer_tokens_file: /etc/anvil/secrets/observer/token",
+			"observer_tokens_file: /etc/anvil/observer-token"), Secrets},
 		{"selects both Services", func(s *Set) {
 			delete(sm(s).Spec.Selector.MatchLabels, "app.kubernetes.io/component")
 		}, Monitor},

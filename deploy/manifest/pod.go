@@ -27,7 +27,9 @@ func (c *checker) probes(ctx context.Context) {
 	}{
 		{"livenessProbe", c.anvil.LivenessProbe, []string{LivenessPath}},
 		{"readinessProbe", c.anvil.ReadinessProbe, []string{ReadinessPath}},
-		{"startupProbe", c.anvil.StartupProbe, []string{LivenessPath, ReadinessPath}},
+		// Readiness waits for the models (up to ModelLoadBudget); a startup probe on it would restart
+		// the router, and its restored quiesce, in a loop while they load.
+		{"startupProbe", c.anvil.StartupProbe, []string{LivenessPath}},
 	} {
 		c.routerProbe(ctx, p.kind, p.probe, p.paths)
 	}
@@ -53,7 +55,10 @@ func (c *checker) routerProbe(ctx context.Context, kind string, p *corev1.Probe,
 		return
 	}
 	g := p.HTTPGet
-	if !slices.Contains(paths, g.Path) {
+	switch {
+	case kind == "readinessProbe" && g.Path == TrafficPath:
+		c.bad(Probes, "router readinessProbe GETs %s, which follows quiesce: a quiesced host would stall every rolling update and count against the PodDisruptionBudget; want %s", TrafficPath, ReadinessPath)
+	case !slices.Contains(paths, g.Path):
 		c.bad(Probes, "router %s GETs %s, want %s", kind, g.Path, strings.Join(paths, " or "))
 	}
 	if g.Host != "" {
@@ -111,39 +116,6 @@ func budget(p *corev1.Probe) time.Duration {
 	return time.Duration(p.InitialDelaySeconds+period*failures) * time.Second
 }
 
-// grace orders pod termination: the router's preStop sleep lets the Service and balancers stop
-// sending while it still accepts; then SIGTERM gives in-flight requests shutdown_grace; the vLLM
-// replicas sleep through both so they serve until the router is done; and the kubelet's grace period
-// outlasts all of it.
-func (c *checker) grace() {
-	if c.cfg == nil {
-		return
-	}
-	tgps := int64(corev1.DefaultTerminationGracePeriodSeconds)
-	if c.pod.TerminationGracePeriodSeconds != nil {
-		tgps = *c.pod.TerminationGracePeriodSeconds
-	}
-	grace := int64((c.cfg.grace + time.Second - 1) / time.Second)
-	router, ok := preStopSleep(c.anvil)
-	if !ok || router < 1 {
-		c.bad(Grace, "the router has no preStop sleep: the Service would still send to it after it stops accepting")
-		return
-	}
-	need := router + grace
-	if tgps <= need {
-		c.bad(Grace, "terminationGracePeriodSeconds %d must exceed the router's preStop sleep %ds plus shutdown_grace %ds", tgps, router, grace)
-	}
-	for _, v := range c.vllms {
-		s, ok := preStopSleep(v)
-		switch {
-		case !ok || s < need:
-			c.bad(Grace, "%s preStop sleep is %ds; it must last the router's preStop plus shutdown_grace (%ds) so in-flight requests finish", v.Name, s, need)
-		case tgps <= s:
-			c.bad(Grace, "terminationGracePeriodSeconds %d must exceed %s preStop sleep %ds", tgps, v.Name, s)
-		}
-	}
-}
-
 func preStopSleep(ctr *corev1.Container) (int64, bool) {
 	if ctr.Lifecycle == nil || ctr.Lifecycle.PreStop == nil || ctr.Lifecycle.PreStop.Sleep == nil {
 		return 0, false
@@ -153,7 +125,7 @@ func preStopSleep(ctr *corev1.Container) (int64, bool) {
 
 // tokenEnv are the router's credential variables, which the manifests never set: tokens come from
 // Secret files, so they never appear in a pod spec, `kubectl describe` or the process environment.
-var tokenEnv = regexp.MustCompile(`^ANVIL_(API_TOKENS?|ADMIN_TOKEN)$`)
+var tokenEnv = regexp.MustCompile(`^ANVIL_(API_TOKENS?|ADMIN_TOKEN|OBSERVER_TOKENS)$`)
 
 // secretName flags variables whose name says they hold a secret.
 var secretName = regexp.MustCompile(`(?i)(token|secret|password|passwd|api_?key|credential)`)
@@ -181,12 +153,17 @@ func (c *checker) secrets() {
 		return
 	}
 	a := c.auth.Auth
-	if len(a.CallerTokens) > 0 || a.AdminToken != "" {
-		c.bad(Secrets, "the config holds tokens inline; use auth.caller_tokens_file and auth.admin_token_file")
+	if len(a.CallerTokens) > 0 || a.AdminToken != "" || len(a.ObserverTokens) > 0 {
+		c.bad(Secrets, "the config holds tokens inline; use auth.caller_tokens_file, auth.admin_token_file and auth.observer_tokens_file")
 	}
 	c.secretFile("auth.caller_tokens_file", a.CallerTokensFile)
 	if ref, ok := c.secretFile("auth.admin_token_file", a.AdminTokenFile); ok {
 		c.admin = ref
+	}
+	if a.ObserverFile != "" { // optional: without it the monitor invariant refuses a ServiceMonitor
+		if ref, ok := c.secretFile("auth.observer_tokens_file", a.ObserverFile); ok {
+			c.observer = ref
+		}
 	}
 	for _, t := range c.cfg.Tiers {
 		if t.APIKeyEnv != "" && !slices.ContainsFunc(c.anvil.Env, func(e corev1.EnvVar) bool {

@@ -116,7 +116,8 @@ func (r *binRouter) CheckConfig(ctx context.Context, doc []byte) ([]byte, error)
 	}
 	// --skip-files: the TLS pair, the decision log and the intent volume exist only in the pod.
 	cmd := exec.CommandContext(ctx, r.bin, "config", "check", "--skip-files", f.Name())
-	cmd.Env = append(os.Environ(), "ANVIL_API_TOKEN="+randomToken(), "ANVIL_ADMIN_TOKEN="+randomToken())
+	cmd.Env = append(os.Environ(), "ANVIL_API_TOKEN="+randomToken(), "ANVIL_ADMIN_TOKEN="+randomToken(),
+		"ANVIL_OBSERVER_TOKENS="+randomToken())
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -15,8 +15,11 @@ import (
 type routerConfig struct {
 	Listen        string `json:"listen"`
 	ShutdownGrace string `json:"shutdown_grace"`
-	IntentFile    string `json:"intent_file"`
-	TLS           *struct {
+	Upstream      struct {
+		Timeout string `json:"timeout"`
+	} `json:"upstream"`
+	IntentFile string `json:"intent_file"`
+	TLS        *struct {
 		CertFile string `json:"cert_file"`
 	} `json:"tls"`
 	DecisionLog struct {
@@ -35,6 +38,7 @@ type routerConfig struct {
 	} `json:"tiers"`
 
 	grace      time.Duration
+	timeout    time.Duration // upstream.timeout: the longest one attempt, streaming included, may run
 	listenHost string
 	listenPort int32
 }
@@ -47,6 +51,8 @@ type rawAuth struct {
 		CallerTokens     []string `json:"caller_tokens"`
 		AdminTokenFile   string   `json:"admin_token_file"`
 		AdminToken       string   `json:"admin_token"`
+		ObserverFile     string   `json:"observer_tokens_file"`
+		ObserverTokens   []string `json:"observer_tokens"`
 	} `json:"auth"`
 }
 
@@ -60,6 +66,9 @@ func parseRouterConfig(normalized []byte) (*routerConfig, error) {
 	var err error
 	if c.grace, err = time.ParseDuration(c.ShutdownGrace); err != nil {
 		return nil, fmt.Errorf("normalized config: shutdown_grace: %w", err)
+	}
+	if c.timeout, err = time.ParseDuration(c.Upstream.Timeout); err != nil {
+		return nil, fmt.Errorf("normalized config: upstream.timeout: %w", err)
 	}
 	host, port, err := net.SplitHostPort(c.Listen)
 	if err != nil {

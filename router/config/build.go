@@ -54,7 +54,7 @@ func BuildAll(doc Document, src Sources) (Config, []error) {
 		return Config{}, errs
 	}
 	if err = upstreamKeysDistinct(c); err != nil {
-		return Config{}, err
+		return Config{}, []error{err}
 	}
 	return c, nil
 }

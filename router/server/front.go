@@ -288,7 +288,10 @@ const (
 // whose every ready member is quiesced) is a host under maintenance, so the balancer in front stops
 // sending to it. The body says per tier how many members are ready and how many of those admit and,
 // when not ready, why.
-func (s *Server) readyz(c *gin.Context) {
+func (s *Server) readyz(c *gin.Context) { s.readiness(c, false) }
+
+// readiness answers /readyz, or HostReadyPath (readyhost.go) when host is set: then a quiesce is no reason.
+func (s *Server) readiness(c *gin.Context, host bool) {
 	type tierReady struct {
 		Tier      string `json:"tier"`
 		State     string `json:"state"`
@@ -334,7 +337,7 @@ func (s *Server) readyz(c *gin.Context) {
 	if noMember {
 		out.Reasons = append(out.Reasons, unreadyNoMember)
 	}
-	if notAdmitting {
+	if notAdmitting && !host {
 		out.Reasons = append(out.Reasons, unreadyNotAdmitting)
 	}
 	if s.sinkFailing(g) {

@@ -35,6 +35,8 @@ func (s *Server) routes() *gin.Engine {
 	e.HEAD("/healthz", healthz) // load balancers probe with HEAD
 	e.GET("/readyz", s.readyz)
 	e.HEAD("/readyz", s.readyz)
+	e.GET(HostReadyPath, s.readyzHost) // quiesce aside: the kubelet's readiness (readyhost.go)
+	e.HEAD(HostReadyPath, s.readyzHost)
 
 	v1 := e.Group("/v1")
 	v1.POST("/chat/completions", s.proxy(request.ChatCompletions))
@@ -49,6 +51,7 @@ func (s *Server) routes() *gin.Engine {
 	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);
 	// metrics.listen serves it without one on a second, private address.
 	e.GET("/metrics", gin.WrapH(s.metrics.handler(s.log)))
+	e.GET(MemberMetricsPrefix+":tier/:member", s.memberMetrics) // each replica's own page (membermetrics.go)
 
 	// The status page's files hold no secret and no data: authenticate lets exactly these paths
 	// through (statuspage.Page.Public), while every JSON read they make stays behind the admin token.
