@@ -131,6 +131,16 @@ func TestMemberMetricsRefusals(t *testing.T) {
 	assert.Zero(t, ms[0].scrapes.Load()+ms[1].scrapes.Load(), "no refused request reached a member")
 }
 
+// The observer token, which Prometheus presents, opens a member's page as it opens /metrics: the
+// ServiceMonitor never needs the admin token.
+func TestMemberMetricsOpenToTheObserver(t *testing.T) {
+	ms := startMembers(t, 2)
+	r := startRouter(t, replicaYAML(ms, tierOpts{}))
+	code, body, _ := r.getPage(t, http.MethodGet, memberPage("replicas", "m00"), observerToken, nil)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Equal(t, int64(1), ms[0].scrapes.Load(), "the page is the member's own")
+}
+
 // A member that is down, fails, hangs or sends too much is a 502 with a fixed body, within the bound;
 // the member's text never reaches the caller.
 func TestMemberMetricsFailuresAre502(t *testing.T) {
