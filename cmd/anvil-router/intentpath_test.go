@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -79,6 +80,16 @@ func TestIntentPathRefusalsExitUsage(t *testing.T) {
 			require.NoError(t, syscall.Mkfifo(p, 0o600))
 			return "decision_log:\n  jsonl_path: " + p + "\n", p
 		}, "not a regular file"},
+		"a missing certificate": {func(t *testing.T, dir string) (string, string) {
+			p := filepath.Join(dir, "router.crt")
+			return "tls:\n  cert_file: " + p + "\n  key_file: " + filepath.Join(dir, "router.key") + "\n", p
+		}, "tls: cannot load the certificate and key: open " + "DIR/router.crt: no such file or directory"},
+		"a certificate that does not parse": {func(t *testing.T, dir string) (string, string) {
+			p, key := filepath.Join(dir, "router.crt"), filepath.Join(dir, "router.key")
+			require.NoError(t, os.WriteFile(p, []byte("not PEM"), 0o600))
+			require.NoError(t, os.WriteFile(key, []byte("not PEM"), 0o600))
+			return "tls:\n  cert_file: " + p + "\n  key_file: " + key + "\n", "tls: cannot load the certificate and key"
+		}, "failed to find any PEM data"},
 		"a read-only directory": {func(t *testing.T, dir string) (string, string) {
 			state := filepath.Join(dir, "state")
 			require.NoError(t, os.Mkdir(state, 0o500))
@@ -100,7 +111,8 @@ func TestIntentPathRefusalsExitUsage(t *testing.T) {
 			code, out := serveWithin(t, cfg)
 			assert.Equal(t, exitUsage, code, out)
 			assert.Contains(t, out, path)
-			assert.Contains(t, out, c.want)
+			assert.Contains(t, out, strings.ReplaceAll(c.want, "DIR", dir))
+			assert.NotContains(t, out, "serving", "refused before anything is served")
 		})
 	}
 }

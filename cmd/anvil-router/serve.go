@@ -116,9 +116,11 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	if err != nil {
 		_ = lns.Close()
 	}
-	if errors.Is(err, intent.ErrInvalid) || errors.Is(err, intent.ErrUnusable) || errors.Is(err, server.ErrNotRegular) {
-		// A malformed intent file, or a path the operator pointed at the wrong thing (a missing or
-		// read-only directory, a directory, a FIFO, a link), is refused like a malformed config.
+	if errors.Is(err, intent.ErrInvalid) || errors.Is(err, intent.ErrUnusable) || errors.Is(err, server.ErrNotRegular) ||
+		errors.Is(err, server.ErrTLS) {
+		// A malformed intent file, a path the operator pointed at the wrong thing (a missing or
+		// read-only directory, a directory, a FIFO, a link), or a certificate that cannot be loaded is
+		// refused like a malformed config.
 		return cmdline.UsageError{Err: err}
 	}
 	if err != nil {

@@ -2,6 +2,7 @@ package server
 
 import (
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"net/http"
 	"sync/atomic"
@@ -143,6 +144,11 @@ func (s *Server) probeSoon(targets []readiness.Target) {
 	})
 }
 
+// ErrTLS is wrapped by every failure to load the configured certificate and key: a missing or
+// unreadable file, a file that is not regular, a pair that does not parse or match. At start it is
+// invalid input (the command exits 2, before anything is served); on a reload the reload is refused.
+var ErrTLS = errors.New("tls: cannot load the certificate and key")
+
 // loadCertificate reads the configured TLS certificate and key (nil when TLS is off), each a regular
 // file of at most 1 MiB.
 func loadCertificate(t config.TLS) (*tls.Certificate, error) {
@@ -151,15 +157,15 @@ func loadCertificate(t config.TLS) (*tls.Certificate, error) {
 	}
 	certPEM, err := readRegular(t.CertFile, maxCertFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrTLS, err)
 	}
 	keyPEM, err := readRegular(t.KeyFile, maxCertFileBytes)
 	if err != nil {
-		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrTLS, err)
 	}
 	cert, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, fmt.Errorf("tls: cannot load the certificate and key: %w", err)
+		return nil, fmt.Errorf("%w: %w", ErrTLS, err)
 	}
 	return &cert, nil
 }
