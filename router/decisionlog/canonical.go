@@ -40,6 +40,9 @@ func scanCanonical(line []byte) (Record, bool) {
 	if c.peek(`,"caller_request_id":`) {
 		r.CallerRequestID = c.str("")
 	}
+	if c.peek(`,"prompt_tokens":`) {
+		r.Usage = Usage{Prompt: c.int(""), Completion: c.int(`,"completion_tokens":`), Reported: true}
+	}
 	if c.peek(`,"replica_scheduler":`) {
 		d, ok := c.decision()
 		if !ok {

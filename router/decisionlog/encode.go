@@ -11,7 +11,8 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id and replica_scheduler
+// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id, prompt_tokens and
+// completion_tokens (together) and replica_scheduler
 // only when present. Every string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
 // are produced directly rather than through reflection.
@@ -42,6 +43,7 @@ func appendJSON(b []byte, r *Record) []byte {
 	if r.CallerRequestID != "" {
 		b = appendStringField(b, `,"caller_request_id":`, r.CallerRequestID)
 	}
+	b = appendUsage(b, r.Usage)
 	if r.ReplicaScheduler != nil {
 		b = append(b, `,"replica_scheduler":`...)
 		b = appendDecision(b, r.ReplicaScheduler)
@@ -164,6 +166,10 @@ func (r Record) Line() string {
 	}
 	if rec.CallerRequestID != "" {
 		writeKV(&b, "caller_request_id", rec.CallerRequestID)
+	}
+	if rec.Usage.Reported {
+		writeKV(&b, "prompt_tokens", strconv.FormatInt(rec.Usage.Prompt, 10))
+		writeKV(&b, "completion_tokens", strconv.FormatInt(rec.Usage.Completion, 10))
 	}
 	if err == nil && rec.ReplicaScheduler != nil {
 		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")
