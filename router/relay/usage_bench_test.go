@@ -51,3 +51,36 @@ func BenchmarkSSE64Usage(b *testing.B) {
 func BenchmarkResponses64(b *testing.B) {
 	benchRelay(b, responses64(), "text/event-stream", true)
 }
+
+// benchReadUsage is the usage read's own share of relaying payload: every event's data (or the
+// whole body) read once, as the relay does.
+func benchReadUsage(b *testing.B, payload []byte, events bool) {
+	pieces := [][]byte{payload}
+	if events {
+		pieces = nil
+		for _, ev := range strings.SplitAfter(string(payload), "\n\n") {
+			if _, data, ok := strings.Cut(ev, "data: "); ok {
+				pieces = append(pieces, []byte(strings.TrimSuffix(data, "\n\n")))
+			}
+		}
+	}
+	b.SetBytes(int64(len(payload)))
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, p := range pieces {
+			_, _ = readUsage(p)
+		}
+	}
+}
+
+// BenchmarkReadUsageOrdinary1KiB is the read's share of BenchmarkOrdinaryUsage1KiB.
+func BenchmarkReadUsageOrdinary1KiB(b *testing.B) { benchReadUsage(b, ordinaryUsage1KiB(), false) }
+
+// BenchmarkReadUsageOrdinaryNone1KiB is its share of BenchmarkOrdinary1KiB (no usage in the body).
+func BenchmarkReadUsageOrdinaryNone1KiB(b *testing.B) { benchReadUsage(b, ordinary1KiB(), false) }
+
+// BenchmarkReadUsageSSE64 is its share of BenchmarkSSE64Usage.
+func BenchmarkReadUsageSSE64(b *testing.B) { benchReadUsage(b, sse64Usage(), true) }
+
+// BenchmarkReadUsageResponses64 is its share of BenchmarkResponses64.
+func BenchmarkReadUsageResponses64(b *testing.B) { benchReadUsage(b, responses64(), true) }
