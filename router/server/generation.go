@@ -76,6 +76,7 @@ func (s *Server) applyLimits(g *generation) {
 	l := g.cfg.Limits()
 	s.bodies.setLimits(l.MaxInflightBodyBytes, callerShare(l.MaxInflightBodyBytes, l.CallerBodySharePercent, l.MaxBodyBytes, len(g.callers)))
 	s.metrics.seedCallers(len(g.callers))
+	s.metrics.usage.seed(g.cfg, callerLabels(len(g.callers)))
 }
 
 // current is the generation in force.
