@@ -25,11 +25,13 @@ import (
 // not JSON) leaves the answer's usage unknown. An error answer is never read.
 //
 // The read costs a bytes.Contains over what is already in memory; only a piece that holds the
-// quoted key "usage" is walked, with internal/jsonscan, in place and without allocating.
+// key usage" is walked, with internal/jsonscan, in place and without allocating.
 
 // readUsage returns the usage doc reports at its top level or in its top-level "response" object.
 func readUsage(doc []byte) (decisionlog.Usage, bool) {
-	if !bytes.Contains(doc, []byte(`"usage"`)) {
+	// The filter's needle starts with a letter, not the quote: JSON is full of quotes, and bytes.Index
+	// checks every occurrence of its needle's first byte.
+	if !bytes.Contains(doc, []byte(`usage"`)) {
 		return decisionlog.Usage{}, false
 	}
 	i := jsonscan.SkipSpace(doc, 0)
