@@ -128,7 +128,8 @@ func (s *Server) newTranscriptResponder(ep endpoint, g genRequest, f audioForm) 
 		verb, task = "translated", "translate"
 	}
 	r := &transcriptResponder{
-		reply:       reply{id: task + "-" + s.newID(), created: time.Now().Unix(), model: s.replyModel(f.model), g: g},
+		reply: reply{id: task + "-" + s.newID(), created: time.Now().Unix(), model: s.replyModel(f.model), g: g,
+			noUsage: s.faults.noUsage()},
 		translation: ep == endpointTranslation,
 		seconds:     audioSeconds(f.fileBytes),
 		head:        [transcriptHeadWords]string{verb, strconv.FormatInt(f.fileBytes, 10), "bytes", "of", f.fileName},
@@ -206,7 +207,7 @@ func (r *transcriptResponder) delta(sw *sseWriter, text string, p progress) erro
 }
 
 func (r *transcriptResponder) end(sw *sseWriter, p progress) error {
-	if r.g.includeUsage {
+	if r.g.includeUsage && !r.noUsage {
 		u := transcriptUsageChunk{ID: r.id, Object: r.object(), Created: r.created, Model: r.requested,
 			Choices: []transcriptChoice{}, Usage: r.usage(p.generated)}
 		if err := sw.data(u); err != nil {
@@ -227,7 +228,7 @@ type durationUsage struct {
 }
 
 func (r *transcriptResponder) body(text string, _ progress) any {
-	if r.translation {
+	if r.translation || r.noUsage {
 		return transcription{Text: text} // vLLM reports no usage for a translation
 	}
 	return transcription{Text: text, Usage: &durationUsage{Type: "duration", Seconds: r.seconds}}

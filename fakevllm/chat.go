@@ -25,6 +25,7 @@ type reply struct {
 	created int64
 	model   string // the model name vLLM reports (see Server.replyModel)
 	g       genRequest
+	noUsage bool // the no_usage fault: the answer reports no usage at all
 }
 
 // appendText is the text generation endpoints' filler words.
@@ -38,6 +39,9 @@ type usage struct {
 }
 
 func (r *reply) usage(generated int) *usage {
+	if r.noUsage {
+		return nil
+	}
 	return &usage{PromptTokens: r.g.promptTokens, TotalTokens: r.g.promptTokens + generated, CompletionTokens: generated}
 }
 
@@ -123,7 +127,7 @@ func (r *chatResponder) delta(sw *sseWriter, text string, p progress) error {
 }
 
 func (r *chatResponder) end(sw *sseWriter, p progress) error {
-	if r.g.includeUsage {
+	if r.g.includeUsage && !r.noUsage {
 		if err := sw.data(r.chunk([]chatChunkChoice{}, r.usage(p.generated))); err != nil {
 			return err
 		}
@@ -202,7 +206,7 @@ func (r *completionResponder) delta(sw *sseWriter, text string, p progress) erro
 }
 
 func (r *completionResponder) end(sw *sseWriter, p progress) error {
-	if r.g.includeUsage {
+	if r.g.includeUsage && !r.noUsage {
 		if err := sw.data(r.chunk([]completionChoice{}, r.usage(p.generated))); err != nil {
 			return err
 		}

@@ -47,6 +47,10 @@ type Faults struct {
 	Metrics MetricsFault `json:"metrics,omitzero" yaml:"metrics,omitempty"`
 	// KVBlocks limits the usable KV blocks (a KV squeeze); 0 means the profile's.
 	KVBlocks int `json:"kv_blocks,omitempty" yaml:"kv_blocks,omitempty"`
+	// NoUsage makes the member report no token usage, as an engine that does not count would:
+	// ordinary answers carry "usage": null, streams send no usage chunk (stream_options.include_usage
+	// and continuous_usage_stats are ignored) and a Responses object's usage stays null.
+	NoUsage bool `json:"no_usage,omitempty" yaml:"no_usage,omitempty"`
 }
 
 // HTTPErrorFault is one status and its per-request probability.

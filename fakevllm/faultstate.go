@@ -59,6 +59,13 @@ func (s *faultState) ready(now time.Time) bool {
 	return !now.Before(s.readyAt)
 }
 
+// noUsage reports whether answers carry no usage.
+func (s *faultState) noUsage() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.f.NoUsage
+}
+
 func (s *faultState) dead() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -124,7 +124,7 @@ func submitError(err error) *apiError {
 }
 
 func (s *Server) newResponder(ep endpoint, g genRequest) responder {
-	rep := reply{created: time.Now().Unix(), model: s.replyModel(g.model), g: g}
+	rep := reply{created: time.Now().Unix(), model: s.replyModel(g.model), g: g, noUsage: s.faults.noUsage()}
 	switch ep {
 	case endpointCompletions:
 		rep.id = "cmpl-" + s.newID()

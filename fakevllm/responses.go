@@ -109,7 +109,7 @@ func (r *responsesResponder) response(status string, output []outputItem, p *pro
 		v := r.g.maxTokensParam
 		o.MaxOutputTokens = &v
 	}
-	if p != nil {
+	if p != nil && !r.noUsage {
 		o.Usage = &responsesUsage{
 			InputTokens: r.g.promptTokens, OutputTokens: p.generated, TotalTokens: r.g.promptTokens + p.generated,
 			InputTokensDetails: map[string]int{"cached_tokens": 0}, OutputTokensDetails: map[string]int{"reasoning_tokens": 0},

@@ -13,10 +13,10 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [18]string {
+func recordKeys() [20]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
 		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "queued_ns", "ejected_members",
-		"config_digest", "caller_request_id", "caller", "replica_scheduler"}
+		"config_digest", "caller_request_id", "caller", "prompt_tokens", "completion_tokens", "replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -31,7 +31,7 @@ func scoreKeys() [7]string {
 // optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
 func optionalRecordKey(k string) bool {
 	return k == "queued_ns" || k == "ejected_members" || k == "config_digest" || k == "caller_request_id" ||
-		k == "caller" || k == "replica_scheduler"
+		k == "caller" || usageKey(k) || k == "replica_scheduler"
 }
 
 // required is the optional-key predicate of an object whose keys are all required.
@@ -66,7 +66,7 @@ func (t tokens) object(path string, keys []string, optional func(string) bool, f
 	if tok != json.Delim('{') {
 		return &fieldError{path, ErrWrongType}
 	}
-	var seen uint32 // key sets have at most 32 entries (the record's: 17)
+	var seen uint32 // key sets have at most 32 entries (the record's: 19)
 	for t.dec.More() {
 		tok, err := t.next()
 		if err != nil {
@@ -184,9 +184,14 @@ func decodeRecord(line []byte) (Record, error) {
 	t := newTokens(line)
 	var r Record
 	keys := recordKeys()
+	usage := 0 // usage keys seen: both or neither
 	err := t.object("", keys[:], optionalRecordKey, func(i int, p string) error {
+		usage += usageKeyCount(keys[i])
 		return t.recordField(&r, keys[i], p)
 	})
+	if err == nil && usage == 1 {
+		err = &fieldError{"prompt_tokens", ErrInconsistent}
+	}
 	if err != nil {
 		return Record{}, err
 	}
@@ -245,6 +250,8 @@ func (t tokens) recordField(r *Record, key, p string) error {
 		if r.Caller, err = t.str(p); err == nil && !ident.ValidID(r.Caller) {
 			err = &fieldError{p, ErrInvalidValue} // present means known: never empty, never InvalidMarker
 		}
+	case "prompt_tokens", "completion_tokens":
+		err = t.usageField(&r.Usage, key, p)
 	case "config_digest":
 		if r.ConfigDigest, err = t.str(p); err == nil && !validDigest(r.ConfigDigest) {
 			err = &fieldError{p, ErrInvalidValue}

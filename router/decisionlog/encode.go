@@ -11,8 +11,9 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id, caller and
-// replica_scheduler only when present. Every string it writes is a
+// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id, caller,
+// prompt_tokens and completion_tokens (together) and replica_scheduler only when present. Every
+// string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
 // are produced directly rather than through reflection.
 func appendJSON(b []byte, r *Record) []byte {
@@ -45,6 +46,7 @@ func appendJSON(b []byte, r *Record) []byte {
 	if r.Caller != "" {
 		b = appendStringField(b, `,"caller":`, r.Caller)
 	}
+	b = appendUsage(b, r.Usage)
 	if r.ReplicaScheduler != nil {
 		b = append(b, `,"replica_scheduler":`...)
 		b = appendDecision(b, r.ReplicaScheduler)
@@ -170,6 +172,10 @@ func (r Record) Line() string {
 	}
 	if rec.Caller != "" {
 		writeKV(&b, "caller", rec.Caller)
+	}
+	if rec.Usage.Reported {
+		writeKV(&b, "prompt_tokens", strconv.FormatInt(rec.Usage.Prompt, 10))
+		writeKV(&b, "completion_tokens", strconv.FormatInt(rec.Usage.Completion, 10))
 	}
 	if err == nil && rec.ReplicaScheduler != nil {
 		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")

@@ -56,7 +56,12 @@ func FuzzReadJSONL(f *testing.F) {
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"10.0.0.1","replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"-invalid-","replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":1,"replica_scheduler"`, 1) + "\n",
-		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"a","caller_request_id":"t","replica_scheduler"`, 1) + "\n"} {
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"a","caller_request_id":"t","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"prompt_tokens":12,"completion_tokens":34,"replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"prompt_tokens":12,"replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"completion_tokens":34,"prompt_tokens":12,"replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"prompt_tokens":-1,"completion_tokens":9007199254740992,"replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"prompt_tokens":1.0,"completion_tokens":0,"replica_scheduler"`, 1) + "\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {

@@ -119,7 +119,10 @@ func sampleRecords(t testing.TB) []Record {
 	sanitized.ReplicaScheduler = &misplaced // round robin never carries evidence
 	direct := directRecord()
 	direct.CallerRequestID = "caller-trace-7"
-	return []Record{capacityRecord(t), direct, roundRobinRecord(), refusedRecord(),
+	direct.Usage = Usage{Prompt: 7, Reported: true} // an embedding: no completion tokens
+	reported := capacityRecord(t)
+	reported.Usage = Usage{Prompt: 12, Completion: 34, Reported: true}
+	return []Record{reported, direct, roundRobinRecord(), refusedRecord(),
 		notAdmittedRecord(), sanitized}
 }
 

@@ -97,6 +97,9 @@ type Record struct {
 	// "" when none is known, and omitted from every encoding then. It is in the ID grammar
 	// (ident.ValidID); one failing it is dropped by sanitizing, like CallerRequestID.
 	Caller string
+	// Usage is the member's own token counts for the answer (prompt_tokens and completion_tokens,
+	// both or neither: omitted from every encoding when not reported). See Usage.
+	Usage Usage
 
 	// ReplicaScheduler is the capacity lease's decision. It is kept only for a
 	// capacity-strategy replica record whose Member is the decision's selected member
@@ -204,6 +207,9 @@ func checkFields(r *Record) error {
 	}
 	if lo, hi, _ := r.Outcome.attemptRange(); r.Attempts < lo || r.Attempts > hi {
 		return &fieldError{"attempts", ErrInconsistent}
+	}
+	if err := checkUsage(r); err != nil {
+		return err
 	}
 	return checkRoute(r)
 }

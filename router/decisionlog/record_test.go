@@ -212,6 +212,7 @@ func TestRecordCarriesNoFreeText(t *testing.T) {
 	r.ConfigDigest = "0123456789abcdef"
 	r.CallerRequestID = "trace-1"
 	r.Caller = "team-a" // in the ID grammar (ident.ValidID)
+	r.Usage = Usage{Prompt: 1, Completion: 2, Reported: true}
 	n, err := normalize(r)
 	require.NoError(t, err)
 	var m map[string]any

@@ -18,7 +18,18 @@ type Summary struct {
 	Outcomes []Count       `json:"outcomes"`
 	Statuses []Count       `json:"status_classes"` // "none", "1xx".."5xx"
 	Duration Quantiles     `json:"duration"`       // over records that made an attempt
-	Tiers    []TierSummary `json:"tiers"`          // "" collects requests refused before routing
+	Usage    UsageSummary  `json:"usage"`
+	Tiers    []TierSummary `json:"tiers"` // "" collects requests refused before routing
+}
+
+// UsageSummary totals the members' own token counts over the records of a scope. Reported counts the
+// attempts whose member reported usage; Unknown the attempts without (a member that reports none, an
+// answer that failed first): their tokens are not in the totals, never estimated.
+type UsageSummary struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+	Reported         int   `json:"reported"`
+	Unknown          int   `json:"unknown"`
 }
 
 // TierSummary aggregates one tier's records.
@@ -29,16 +40,18 @@ type TierSummary struct {
 	Attempts  int               `json:"attempts"`
 	Outcomes  []Count           `json:"outcomes"`
 	Duration  Quantiles         `json:"duration"`
+	Usage     UsageSummary      `json:"usage"`
 	Members   []MemberSummary   `json:"members"`
 	Scheduler *SchedulerSummary `json:"replica_scheduler,omitempty"` // records with evidence only
 }
 
 // MemberSummary aggregates the records that named one member.
 type MemberSummary struct {
-	Member   string  `json:"member"`
-	Records  int     `json:"records"`
-	Attempts int     `json:"attempts"`
-	Outcomes []Count `json:"outcomes"`
+	Member   string       `json:"member"`
+	Records  int          `json:"records"`
+	Attempts int          `json:"attempts"`
+	Outcomes []Count      `json:"outcomes"`
+	Usage    UsageSummary `json:"usage"`
 }
 
 // SchedulerSummary aggregates a capacity tier's replica_scheduler evidence.
@@ -91,7 +104,7 @@ func Summarize(recs []Record) Summary {
 	s := Summary{
 		Records: all.records, Skipped: all.skipped, Admitted: all.admitted, Attempts: all.attempts,
 		Outcomes: counts(all.outcomes), Statuses: counts(all.statuses), Duration: quantiles(all.durations),
-		Tiers: []TierSummary{},
+		Usage: all.usage, Tiers: []TierSummary{},
 	}
 	for _, id := range sortedKeys(tiers) {
 		s.Tiers = append(s.Tiers, tiers[id].summary(id))
@@ -104,6 +117,7 @@ type tally struct {
 	records, skipped, admitted, attempts int
 	outcomes, statuses                   map[string]int
 	durations                            []time.Duration
+	usage                                UsageSummary
 }
 
 func (t *tally) add(r *Record) {
@@ -119,7 +133,18 @@ func (t *tally) add(r *Record) {
 	t.statuses[statusClass(r.Status)]++
 	if r.Attempts == 1 {
 		t.durations = append(t.durations, r.Duration)
+		t.usage.add(r.Usage)
 	}
+}
+
+func (u *UsageSummary) add(r Usage) {
+	if !r.Reported {
+		u.Unknown++
+		return
+	}
+	u.Reported++
+	u.PromptTokens += r.Prompt
+	u.CompletionTokens += r.Completion
 }
 
 type tierTally struct {
@@ -155,12 +180,12 @@ func (t *tierTally) add(r *Record) {
 func (t *tierTally) summary(id string) TierSummary {
 	ts := TierSummary{
 		Tier: id, Records: t.records, Admitted: t.admitted, Attempts: t.attempts,
-		Outcomes: counts(t.outcomes), Duration: quantiles(t.durations), Members: []MemberSummary{},
+		Outcomes: counts(t.outcomes), Duration: quantiles(t.durations), Usage: t.usage, Members: []MemberSummary{},
 	}
 	for _, mid := range sortedKeys(t.members) {
 		m := t.members[mid]
 		ts.Members = append(ts.Members, MemberSummary{Member: mid, Records: m.records,
-			Attempts: m.attempts, Outcomes: counts(m.outcomes)})
+			Attempts: m.attempts, Outcomes: counts(m.outcomes), Usage: m.usage})
 	}
 	if t.decisions > 0 {
 		sc := &SchedulerSummary{Decisions: t.decisions, SelectedFreshness: counts(t.freshness)}
@@ -218,6 +243,7 @@ func (s Summary) Text() string {
 	b.WriteString("outcomes:" + countText(s.Outcomes) + "\n")
 	b.WriteString("status:" + countText(s.Statuses) + "\n")
 	b.WriteString("attempt_duration:" + quantileText(s.Duration) + "\n")
+	b.WriteString("usage:" + usageText(s.Usage) + "\n")
 	for _, t := range s.Tiers {
 		tier := t.Tier
 		if tier == "" {
@@ -226,9 +252,11 @@ func (s Summary) Text() string {
 		b.WriteString("tier " + tier + " records=" + strconv.Itoa(t.Records) + " admitted=" +
 			strconv.Itoa(t.Admitted) + " attempts=" + strconv.Itoa(t.Attempts) + quantileText(t.Duration) + "\n")
 		b.WriteString("  outcomes:" + countText(t.Outcomes) + "\n")
+		b.WriteString("  usage:" + usageText(t.Usage) + "\n")
 		for _, m := range t.Members {
 			b.WriteString("  member " + m.Member + " records=" + strconv.Itoa(m.Records) +
 				" attempts=" + strconv.Itoa(m.Attempts) + countText(m.Outcomes) + "\n")
+			b.WriteString("    usage:" + usageText(m.Usage) + "\n")
 		}
 		if sc := t.Scheduler; sc != nil {
 			b.WriteString("  replica_scheduler decisions=" + strconv.Itoa(sc.Decisions) +
@@ -248,6 +276,13 @@ func countText(cs []Count) string {
 		b.WriteString(" " + c.Key + "=" + strconv.Itoa(c.N))
 	}
 	return b.String()
+}
+
+// usageText is a scope's token totals and how many attempts reported usage or did not.
+func usageText(u UsageSummary) string {
+	return " prompt_tokens=" + strconv.FormatInt(u.PromptTokens, 10) + " completion_tokens=" +
+		strconv.FormatInt(u.CompletionTokens, 10) + " reported=" + strconv.Itoa(u.Reported) +
+		" unknown=" + strconv.Itoa(u.Unknown)
 }
 
 // quantileText omits N: it always equals the scope's attempts.

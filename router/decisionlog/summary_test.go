@@ -50,7 +50,12 @@ func TestSummarizeCounts(t *testing.T) {
 	assert.Equal(t, 3, pool.Attempts)
 	assert.Equal(t, []Count{{"not_admitted", 1}, {"success", 3}}, pool.Outcomes)
 	require.Len(t, pool.Members, 1)
-	assert.Equal(t, MemberSummary{Member: "m1", Records: 3, Attempts: 3, Outcomes: []Count{{"success", 3}}}, pool.Members[0])
+	poolUsage := UsageSummary{PromptTokens: 12, CompletionTokens: 34, Reported: 1, Unknown: 2}
+	assert.Equal(t, MemberSummary{Member: "m1", Records: 3, Attempts: 3, Outcomes: []Count{{"success", 3}}, Usage: poolUsage}, pool.Members[0])
+	assert.Equal(t, poolUsage, pool.Usage)
+	// The members' own counts add up; the two round-robin attempts reported none: unknown, not zero.
+	assert.Equal(t, UsageSummary{PromptTokens: 19, CompletionTokens: 34, Reported: 2, Unknown: 4}, s.Usage)
+	assert.Equal(t, UsageSummary{Unknown: 2}, s.Tiers[2].Usage)
 	require.NotNil(t, pool.Scheduler)
 	assert.Equal(t, 3, pool.Scheduler.Decisions)
 	assert.Equal(t, []Count{{"fresh", 2}, {"stale", 1}}, pool.Scheduler.SelectedFreshness)
@@ -75,8 +80,10 @@ func TestSummarizeEmpty(t *testing.T) {
 	js, err := json.Marshal(s)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"records":0,"skipped":0,"admitted":0,"attempts":0,"outcomes":[],"status_classes":[],
-		"duration":{"n":0,"p50_ns":0,"p99_ns":0},"tiers":[]}`, string(js))
-	assert.Equal(t, "records=0 skipped=0 admitted=0 attempts=0\noutcomes:\nstatus:\nattempt_duration: p50_ms=0.000 p99_ms=0.000\n", s.Text())
+		"duration":{"n":0,"p50_ns":0,"p99_ns":0},"tiers":[],
+		"usage":{"prompt_tokens":0,"completion_tokens":0,"reported":0,"unknown":0}}`, string(js))
+	assert.Equal(t, "records=0 skipped=0 admitted=0 attempts=0\noutcomes:\nstatus:\nattempt_duration: p50_ms=0.000 p99_ms=0.000\n"+
+		"usage: prompt_tokens=0 completion_tokens=0 reported=0 unknown=0\n", s.Text())
 }
 
 func TestQuantilesNearestRank(t *testing.T) {

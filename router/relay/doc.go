@@ -37,6 +37,13 @@
 // moment the request body has been sent: the start of Do for a byte body, the end of a BodyStream (an
 // upload may take longer than the answer); Options.Timeout runs from the start of Do either way.
 //
+// # Usage
+//
+// Result.Usage is the token counts the upstream itself reported in a 2xx answer: an ordinary body's
+// usage, a stream event's (the include_usage chunk, which the relay never asks for on the caller's
+// behalf) or a Responses stream's response.completed. It is read from what is already in memory, with
+// internal/jsonscan, never estimated; see usage.go.
+//
 // # What the client gets
 //
 // Every attempt ends in one decisionlog.Ending; decisionlog.Terminal turns it into Result.Outcome and

@@ -32,6 +32,11 @@ func (r *Relay) ordinary(ctx, upCtx context.Context, w http.ResponseWriter, resp
 	if !isSuccess(resp.StatusCode) && withheld(w, resp, body, res, key) {
 		return
 	}
+	if isSuccess(resp.StatusCode) {
+		// The member did the work whatever happens to the answer next: a withheld key echo or a
+		// caller gone before the write still used these tokens.
+		res.Usage, _ = readUsage(body)
+	}
 	if isSuccess(resp.StatusCode) && (er.scan.feed(body) || er.scan.contains(resp.Header.Get("Content-Type"))) {
 		finish(w, res, failure{decisionlog.EndHTTPError, ErrUpstreamKeyEcho})
 		return

@@ -82,6 +82,9 @@ type Result struct {
 	Cut bool
 	// Err is nil on success, otherwise one of this package's sentinel errors.
 	Err error
+	// Usage is the token counts the upstream reported in its 2xx answer (see usage.go); not Reported
+	// when it reported none.
+	Usage decisionlog.Usage
 }
 
 // Relay makes single upstream attempts. It is safe for concurrent use.

@@ -37,6 +37,7 @@ func (r *Relay) stream(ctx, upCtx context.Context, w http.ResponseWriter, resp *
 			s.end(failure{decisionlog.EndMalformed, err})
 			return false
 		}
+		noteUsage(res, ev, info)
 		raw, flush := ev.raw, info.done || !er.eventBuffered()
 		switch {
 		case info.done && s.noted:

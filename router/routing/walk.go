@@ -243,6 +243,14 @@ func (a *Attempt) Relayed(outcome decisionlog.Outcome, status int, firstByte tim
 	a.rec.Outcome, a.rec.Attempts, a.rec.Status, a.rec.FirstByte = outcome, 1, status, firstByte
 }
 
+// Used records the token counts the member reported for its answer (relay.Result.Usage). Only an
+// admitted attempt has a member to report them; an unreported Usage keeps the record's usage unknown.
+func (a *Attempt) Used(u decisionlog.Usage) {
+	if a.lease != nil && u.Reported {
+		a.rec.Usage = u
+	}
+}
+
 // Finish ends the walk at end: it releases the lease (if one is held) exactly once, completes the
 // record (status is what the caller got when Relayed did not say), feeds passive health with what the
 // attempt said about its member and stores the record in the router's decision log. It returns the

@@ -337,3 +337,30 @@ func TestDispatchedBeforeAdmissionCountsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, rec.Attempts)
 }
+
+// TestUsedRecordsTheMembersCounts: an admitted attempt's record carries the counts its member
+// reported; before admission there is no member to report, so nothing is recorded.
+func TestUsedRecordsTheMembersCounts(t *testing.T) {
+	r, _ := newWalk(t)
+	u := decisionlog.Usage{Prompt: 12, Completion: 34, Reported: true}
+	at := r.Begin("req-u", t0)
+	tier, err := at.Resolve(chat("chat", 5))
+	require.NoError(t, err)
+	_, err = at.Admit(tier, t0)
+	require.NoError(t, err)
+	outcome, status := decisionlog.Terminal(decisionlog.EndComplete, 200)
+	at.Relayed(outcome, status, time.Millisecond)
+	at.Used(u)
+	rec, err := at.Finish(t0.Add(time.Second), 0)
+	require.NoError(t, err)
+	assert.Equal(t, u, rec.Usage)
+	assert.Equal(t, u, r.Decisions().Recent(1)[0].Usage, "stored as recorded")
+
+	at = r.Begin("req-v", t0)
+	_, err = at.Resolve(chat("chat", 101)) // refused by a gate: no attempt
+	require.Error(t, err)
+	at.Used(u)
+	rec, err = at.Finish(t0, 400)
+	require.NoError(t, err)
+	assert.Equal(t, decisionlog.Usage{}, rec.Usage)
+}

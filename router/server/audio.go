@@ -115,6 +115,7 @@ func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, e
 		return
 	}
 	at.Relayed(res.Outcome, res.Status, res.FirstByte)
+	at.Used(res.Usage)
 	c.Abort() // the relay wrote the response
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"log/slog"
 	"net/http"
 	"time"
 
@@ -48,6 +47,7 @@ func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
 		})
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
+		at.Used(res.Usage)
 		c.Abort() // the relay wrote the response
 		if res.Cut {
 			panic(http.ErrAbortHandler) // a broken byte stream must look broken, never cleanly ended
@@ -120,47 +120,6 @@ func (s *Server) admit(c *gin.Context, at *routing.Attempt, tier config.Tier) (r
 		target, err = at.Admit(tier, s.now())
 	}
 	return target, err
-}
-
-// finish ends the walk, counts the request in the metrics from its record and writes one access-log
-// line. None of them carries bodies, prompts, URLs or credentials: the record's fields are IDs, enums
-// and numbers.
-//
-// It is the handler's one deferred call, so it also sees a panic: the walk records it (internal_error
-// after admission, with its attempt and selection), the lease is released once, and the panic goes on
-// to recoverPanics, which answers the fixed 500 when nothing was written yet and aborts the
-// connection otherwise. The recorded status is the one the caller gets.
-func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
-	p := recover()
-	status := c.Writer.Status()
-	// http.ErrAbortHandler is the proxy's own deliberate abort of a cut byte stream, after the relay
-	// reported its outcome: not a failure of the router.
-	if p != nil && p != http.ErrAbortHandler {
-		at.Panicked()
-		if !c.Writer.Written() {
-			status = errInternal.status
-		}
-	}
-	rec, err := at.Finish(s.now(), status)
-	s.metrics.finished(rec)
-	if err != nil {
-		s.log.Warn("decision record refused", "request_id", rec.RequestID, "error", err)
-	}
-	// Typed attributes: the same line as Info's key-value pairs, without boxing each value; the
-	// caller's correlation ID only when one was kept.
-	attrs := [...]slog.Attr{
-		slog.String("request_id", rec.RequestID), slog.String("path", c.FullPath()), slog.Int("status", rec.Status),
-		slog.String("alias", rec.Alias), slog.String("tier", rec.Tier), slog.String("member", rec.Member),
-		slog.String("outcome", string(rec.Outcome)), slog.Int("attempts", rec.Attempts),
-		slog.Int64("duration_ms", rec.Duration.Milliseconds()), slog.String("caller_request_id", rec.CallerRequestID)}
-	n := len(attrs)
-	if rec.CallerRequestID == "" {
-		n--
-	}
-	s.log.LogAttrs(context.Background(), slog.LevelInfo, "request", attrs[:n]...)
-	if p != nil {
-		panic(p) // recoverPanics answers it
-	}
 }
 
 // parse reads and decodes the body once, within the body limit, the in-flight budget and the caller's

@@ -82,6 +82,7 @@ func (s *Server) applyLimits(g *generation) {
 	l := g.cfg.Limits()
 	s.bodies.setLimits(l.MaxInflightBodyBytes, callerShare(l.MaxInflightBodyBytes, l.CallerBodySharePercent, l.MaxBodyBytes, len(g.callers)))
 	s.metrics.seedCallers(g.labelSet())
+	s.metrics.usage.seed(g.cfg, g.labelSet())
 }
 
 // current is the generation in force.

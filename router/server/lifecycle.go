@@ -57,10 +57,12 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	s.log.Info("serving", "addr", ln.Addr().String(), "tls", useTLS)
 	stopMetrics := s.serveMetrics(ctx, mln)
 
+	shutdown := false
 	select {
 	case err = <-served:
 		_ = srv.Close() // the listener failed: drop what is left, then wind down like a shutdown
 	case <-ctx.Done():
+		shutdown = true
 		err = s.shutdown(srv, cut)
 		<-served
 	}
@@ -68,6 +70,9 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// Closed connections cancel their requests, but handlers still release leases and write their
 	// decision records; the sink closes only after the last one.
 	s.waitHandlers()
+	if shutdown {
+		s.logShutdownFinished()
+	}
 	stopWorkers()
 	<-proberDone
 	if cerr := s.Close(); err == nil {
@@ -99,6 +104,7 @@ func (s *Server) serveHTTP(srv *http.Server, ln net.Listener) (<-chan error, boo
 // (their contexts end with the cause relay.ErrShutdown) and closes their connections once they have
 // answered.
 func (s *Server) shutdown(srv *http.Server, cut context.CancelCauseFunc) error {
+	s.logShutdownStarted(s.current().cfg.ShutdownGrace())
 	grace, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
 	err := srv.Shutdown(grace)
 	cancel()

@@ -38,6 +38,7 @@ type metrics struct {
 	reloadOKAt    prometheus.Gauge
 	callerIDs     *prometheus.CounterVec // result: kept, malformed, secret
 	bodyRefusals  *prometheus.CounterVec // caller, reason (bodymetrics.go)
+	usage         usageMetrics           // usagemetrics.go
 	pendingOnce   sync.Once
 	seeded        seeder // the label sets seeded from the configuration in force (metricseed.go)
 }
@@ -91,6 +92,7 @@ func newMetrics() *metrics {
 	}
 	m.callerIDs = newCallerIDCounter()
 	m.bodyRefusals = newBodyRefusals()
+	m.usage = newUsageMetrics(m.registry)
 	m.registry.MustRegister(m.requests, m.duration, m.firstByte, m.attempts, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds,
 		m.reloads, m.reloadOK, m.reloadOKAt, m.callerIDs, m.bodyRefusals,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))

@@ -15,6 +15,9 @@ func (s *Server) routes() *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	e := gin.New()
 	e.HandleMethodNotAllowed = true
+	// No proxy is trusted: the access log's client is the connection's peer (c.RemoteIP), and nothing
+	// reads X-Forwarded-For; this keeps gin's ClientIP, should anything call it, from trusting it either.
+	e.ForwardedByClientIP = false
 	// No redirect may answer before authentication: gin's redirects run before any middleware and
 	// would tell a caller without a token which routes exist (/admin/v1/admission/ -> 301).
 	e.RedirectTrailingSlash, e.RedirectFixedPath = false, false

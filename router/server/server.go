@@ -60,6 +60,7 @@ type Server struct {
 	started       time.Time
 	probed        atomic.Bool    // the first readiness round has completed
 	inflight      sync.WaitGroup // handlers still running
+	ending        shutdownTally  // what a shutdown finished and cut (shutdownlog.go)
 
 	workers    context.Context // background work (probes of added members) ends with it
 	stopWork   context.CancelFunc
