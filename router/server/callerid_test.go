@@ -131,7 +131,7 @@ func TestReusedCallerRequestIDGivesDistinctRecords(t *testing.T) {
 		assert.Equal(t, answered[i], rec.RequestID, "the answer names the record")
 	}
 	assert.ElementsMatch(t, answered, got.requestIDs(), "the member gets the router's ID, once per request")
-	require.NoError(t, r.srv.Decisions().Flush())
+	require.NoError(t, r.srv.Decisions().Close()) // the server's sink is asynchronous: Close writes out its queue, Flush does not
 	jsonl, err := os.ReadFile(sink)
 	require.NoError(t, err)
 	lines, err := decisionlog.ReadJSONL(strings.NewReader(string(jsonl)), 10)
@@ -181,7 +181,7 @@ func TestCredentialAsRequestIDLeaksNowhere(t *testing.T) {
 	require.Equal(t, http.StatusOK, status)
 	assert.Equal(t, "clean-trace-1", r.srv.Decisions().Recent(1)[0].CallerRequestID)
 
-	require.NoError(t, r.srv.Decisions().Flush())
+	require.NoError(t, r.srv.Decisions().Close()) // the server's sink is asynchronous: Close writes out its queue, Flush does not
 	jsonl, err := os.ReadFile(sink)
 	require.NoError(t, err)
 	var recs strings.Builder
