@@ -131,6 +131,11 @@ func appendIntField(b []byte, key string, v int64) []byte {
 // suffix "replica_scheduler=capacity replica_scheduler_reason=selected
 // replica_eligible_count=N" appears only when the record is valid and carries valid
 // evidence. Full score rows belong to the JSONL and the summary only.
+//
+// The spec keeps the line's legacy bytes unchanged: besides queued_ms and ejected_members, which
+// only a queue or passive health (features a legacy deployment does not have) write, the fields
+// added since (config_digest, caller_request_id, caller, prompt_tokens and completion_tokens) are
+// in the JSON encodings, the summaries and the access log, never in the line.
 func (r Record) Line() string {
 	n, err := normalize(r)
 	rec := n.rec
@@ -163,19 +168,6 @@ func (r Record) Line() string {
 	}
 	if rec.EjectedMembers > 0 {
 		writeKV(&b, "ejected_members", strconv.Itoa(rec.EjectedMembers))
-	}
-	if rec.ConfigDigest != "" {
-		writeKV(&b, "config_digest", rec.ConfigDigest)
-	}
-	if rec.CallerRequestID != "" {
-		writeKV(&b, "caller_request_id", rec.CallerRequestID)
-	}
-	if rec.Caller != "" {
-		writeKV(&b, "caller", rec.Caller)
-	}
-	if rec.Usage.Reported {
-		writeKV(&b, "prompt_tokens", strconv.FormatInt(rec.Usage.Prompt, 10))
-		writeKV(&b, "completion_tokens", strconv.FormatInt(rec.Usage.Completion, 10))
 	}
 	if err == nil && rec.ReplicaScheduler != nil {
 		b.WriteString(" replica_scheduler=capacity replica_scheduler_reason=selected replica_eligible_count=")

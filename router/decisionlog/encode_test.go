@@ -57,6 +57,25 @@ func TestLineSchedulerSuffix(t *testing.T) {
 	assert.Contains(t, other.Line(), " member=m2 ")
 }
 
+// The fields added after the spec's line (the config digest, the caller's ID and label, the usage)
+// leave a record's line byte for byte what it was without them: legacy bytes unchanged.
+func TestLineKeepsLegacyBytes(t *testing.T) {
+	for _, legacy := range []Record{capacityRecord(t), sampleRecords(t)[0]} {
+		legacy.ConfigDigest, legacy.CallerRequestID, legacy.Caller, legacy.Usage = "", "", "", Usage{}
+		extended := legacy
+		extended.ConfigDigest = "0123456789abcdef"
+		extended.CallerRequestID = "trace-1"
+		extended.Caller = "team-a"
+		extended.Usage = Usage{Prompt: 12, Completion: 34, Reported: true}
+		assert.Equal(t, legacy.Line(), extended.Line())
+		js, err := extended.JSON()
+		require.NoError(t, err)
+		for _, f := range []string{`"config_digest":"0123456789abcdef"`, `"caller_request_id":"trace-1"`, `"caller":"team-a"`, `"prompt_tokens":12`} {
+			assert.Contains(t, string(js), f, "the JSON keeps what the line leaves out")
+		}
+	}
+}
+
 func TestLineInvalidRecord(t *testing.T) {
 	r := capacityRecord(t)
 	r.Outcome = "exploded: at 10.0.0.1"
