@@ -25,8 +25,24 @@ func referenceCheck(secrets []string, values []string) callerIDResult {
 	return callerIDKept
 }
 
+// collides reports whether some window of id has the hash of a secret of its length without being
+// that secret: a true hash collision, which the filter may only ever resolve by dropping the ID.
+func collides(f *secretFilter, id string, secrets []string) bool {
+	for _, s := range secrets {
+		for i := 0; i+len(s) <= len(id); i++ {
+			if w := id[i : i+len(s)]; w != s && f.hash(w) == f.hash(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // TestPropertySecretFilterIsContainment: for any base and any credentials, a candidate is refused as
 // a secret exactly when it contains one, kept otherwise, and malformed whenever the grammar refuses it.
+// The one allowed difference is a genuine hash collision, and only toward dropping: rapid draws edge
+// bases such as hashPrime-1 (that is, -1), under which short windows collide often; a base drawn
+// uniformly (randomBase) collides with probability below 128/2^61 per comparison.
 // The alphabet is small so candidates often contain, or nearly contain, a credential.
 func TestPropertySecretFilterIsContainment(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
@@ -50,7 +66,11 @@ func TestPropertySecretFilterIsContainment(t *testing.T) {
 		if rapid.IntRange(0, 9).Draw(t, "two headers") == 0 {
 			values = append(values, "b")
 		}
-		assert.Equal(t, referenceCheck(secrets, values), f.check(values), "id %q secrets %q", values, secrets)
+		want, got := referenceCheck(secrets, values), f.check(values)
+		if want == callerIDKept && got == callerIDSecret && collides(&f, values[0], secrets) {
+			return // dropped by a collision: never the other way round
+		}
+		assert.Equal(t, want, got, "id %q secrets %q", values, secrets)
 	})
 }
 
