@@ -14,7 +14,6 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 )
 
 func TestCode(t *testing.T) {
@@ -133,52 +132,4 @@ func TestWriteJSON(t *testing.T) {
 	var b bytes.Buffer
 	require.NoError(t, WriteJSON(&b, map[string]int{"a": 1}))
 	assert.Equal(t, "{\n  \"a\": 1\n}\n", b.String())
-}
-
-func TestIsTerminal(t *testing.T) {
-	f, err := os.CreateTemp(t.TempDir(), "f")
-	require.NoError(t, err)
-	defer f.Close()
-	assert.False(t, IsTerminal(f), "a regular file")
-	assert.False(t, IsTerminal(&bytes.Buffer{}), "not a file")
-	assert.False(t, IsTerminal(nil))
-}
-
-// TestIsTerminalCharDevices: /dev/null is a character device but no terminal, and a pipe is
-// neither; only a real pseudo-terminal counts.
-func TestIsTerminalCharDevices(t *testing.T) {
-	null, err := os.Open(os.DevNull)
-	require.NoError(t, err)
-	defer null.Close()
-	assert.False(t, IsTerminal(null), "/dev/null")
-
-	r, w, err := os.Pipe()
-	require.NoError(t, err)
-	defer r.Close()
-	defer w.Close()
-	assert.False(t, IsTerminal(r), "a pipe's read end")
-	assert.False(t, IsTerminal(w), "a pipe's write end")
-
-	pts := openPTY(t)
-	assert.True(t, IsTerminal(pts), "a pseudo-terminal")
-}
-
-// openPTY opens a new pseudo-terminal's follower side (skipping where /dev/ptmx is unavailable).
-func openPTY(t *testing.T) *os.File {
-	t.Helper()
-	ptmx, err := os.OpenFile("/dev/ptmx", os.O_RDWR, 0)
-	if err != nil {
-		t.Skipf("no pseudo-terminals here: %v", err)
-	}
-	t.Cleanup(func() { _ = ptmx.Close() })
-	fd := int(ptmx.Fd())
-	require.NoError(t, unix.IoctlSetPointerInt(fd, unix.TIOCSPTLCK, 0))
-	n, err := unix.IoctlGetInt(fd, unix.TIOCGPTN)
-	require.NoError(t, err)
-	pts, err := os.OpenFile(fmt.Sprintf("/dev/pts/%d", n), os.O_RDWR|unix.O_NOCTTY, 0)
-	if err != nil {
-		t.Skipf("cannot open the pseudo-terminal: %v", err)
-	}
-	t.Cleanup(func() { _ = pts.Close() })
-	return pts
 }
