@@ -121,7 +121,7 @@ func TestDecisionsSummarizeSkipInvalid(t *testing.T) {
 		require.NoError(t, log.Add(decisionlog.Record{
 			RequestID: fmt.Sprintf("req-%d", i), Alias: "chat", Tier: "solo", Route: decisionlog.RouteDirect,
 			Outcome: decisionlog.OutcomeSuccess, Attempts: 1, Status: 200, Start: time.Unix(1_800_000_000, 0),
-			Duration: time.Millisecond,
+			Duration: time.Millisecond, Caller: "team-a",
 		}))
 	}
 	lines := strings.SplitAfter(capture.String(), "\n")
@@ -142,6 +142,7 @@ func TestDecisionsSummarizeSkipInvalid(t *testing.T) {
 	assert.Contains(t, out, "records=2")
 	assert.Contains(t, out, "skipped 3 invalid lines; first: decisionlog: line 2")
 	assert.Contains(t, out, "records=2 skipped=3 ", "the summary counts the lines stderr says were skipped")
+	assert.Contains(t, out, "caller team-a records=2 attempts=2 success=2\n", "per caller label (issue 27)")
 
 	root := newRoot(console{stdin: strings.NewReader(""), isTerminal: func() bool { return false },
 		lookupEnv: func(string) (string, bool) { return "", false }, doer: http.DefaultClient})
@@ -154,5 +155,7 @@ func TestDecisionsSummarizeSkipInvalid(t *testing.T) {
 	require.NoError(t, json.Unmarshal(stdout.Bytes(), &s), stdout.String())
 	assert.Equal(t, 2, s.Records)
 	assert.Equal(t, 3, s.Skipped, "--json carries the count too")
+	require.Len(t, s.Callers, 1)
+	assert.Equal(t, "team-a", s.Callers[0].Caller)
 	assert.Contains(t, stderr.String(), "skipped 3 invalid lines")
 }

@@ -20,6 +20,18 @@ type Summary struct {
 	Duration Quantiles     `json:"duration"`       // over records that made an attempt
 	Usage    UsageSummary  `json:"usage"`
 	Tiers    []TierSummary `json:"tiers"` // "" collects requests refused before routing
+	// Callers totals each caller token's label (Record.Caller); "" collects the records without one
+	// (printed "-", which no label can be). Per caller over the whole file, not per tier.
+	Callers []CallerSummary `json:"callers"`
+}
+
+// CallerSummary aggregates the records of one caller label.
+type CallerSummary struct {
+	Caller   string       `json:"caller"`
+	Records  int          `json:"records"`
+	Attempts int          `json:"attempts"`
+	Outcomes []Count      `json:"outcomes"`
+	Usage    UsageSummary `json:"usage"`
 }
 
 // UsageSummary totals the members' own token counts over the records of a scope. Reported counts the
@@ -86,6 +98,7 @@ type Quantiles struct {
 func Summarize(recs []Record) Summary {
 	var all tally
 	tiers := map[string]*tierTally{}
+	callers := map[string]*tally{}
 	for _, r := range recs {
 		n, err := normalize(r)
 		if err != nil {
@@ -100,14 +113,25 @@ func Summarize(recs []Record) Summary {
 			tiers[rec.Tier] = t
 		}
 		t.add(rec)
+		c := callers[rec.Caller]
+		if c == nil {
+			c = &tally{}
+			callers[rec.Caller] = c
+		}
+		c.add(rec)
 	}
 	s := Summary{
 		Records: all.records, Skipped: all.skipped, Admitted: all.admitted, Attempts: all.attempts,
 		Outcomes: counts(all.outcomes), Statuses: counts(all.statuses), Duration: quantiles(all.durations),
-		Usage: all.usage, Tiers: []TierSummary{},
+		Usage: all.usage, Tiers: []TierSummary{}, Callers: []CallerSummary{},
 	}
 	for _, id := range sortedKeys(tiers) {
 		s.Tiers = append(s.Tiers, tiers[id].summary(id))
+	}
+	for _, label := range sortedKeys(callers) {
+		c := callers[label]
+		s.Callers = append(s.Callers, CallerSummary{Caller: label, Records: c.records, Attempts: c.attempts,
+			Outcomes: counts(c.outcomes), Usage: c.usage})
 	}
 	return s
 }
@@ -266,6 +290,15 @@ func (s Summary) Text() string {
 			}
 			b.WriteString("\n")
 		}
+	}
+	for _, c := range s.Callers {
+		label := c.Caller
+		if label == "" {
+			label = "-"
+		}
+		b.WriteString("caller " + label + " records=" + strconv.Itoa(c.Records) +
+			" attempts=" + strconv.Itoa(c.Attempts) + countText(c.Outcomes) + "\n")
+		b.WriteString("  usage:" + usageText(c.Usage) + "\n")
 	}
 	return b.String()
 }

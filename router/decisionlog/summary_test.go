@@ -22,9 +22,43 @@ func summaryRecords(t *testing.T) []Record {
 	r.RequestID, r.Duration, r.ReplicaScheduler = "req-cap-2", 9*time.Millisecond, &d
 	second := capacityRecord(t)
 	second.RequestID, second.Duration = "req-cap-3", 3*time.Millisecond
+	r.Caller = "team-a"
 	broken := directRecord()
 	broken.Attempts = 3
 	return append(recs, r, second, broken)
+}
+
+// TestSummarizePerCaller: issue 27 asks for the token totals per caller label too. Records without a
+// caller count under "" (printed "-", which no label can be: labels start with a letter or digit).
+func TestSummarizePerCaller(t *testing.T) {
+	recs := summaryRecords(t)
+	var labelled []Record
+	for i, r := range recs {
+		switch i % 3 {
+		case 0:
+			r.Caller = "team-b"
+		case 1:
+			r.Caller = "team-a"
+		}
+		labelled = append(labelled, r)
+	}
+	s := Summarize(labelled)
+	require.Len(t, s.Callers, 3)
+	assert.Equal(t, []string{"", "team-a", "team-b"},
+		[]string{s.Callers[0].Caller, s.Callers[1].Caller, s.Callers[2].Caller}, "sorted labels")
+	var sum UsageSummary
+	records := 0
+	for _, c := range s.Callers {
+		records += c.Records
+		sum.PromptTokens += c.Usage.PromptTokens
+		sum.CompletionTokens += c.Usage.CompletionTokens
+		sum.Reported += c.Usage.Reported
+		sum.Unknown += c.Usage.Unknown
+	}
+	assert.Equal(t, s.Records, records, "every summarized record counts under exactly one caller")
+	assert.Equal(t, s.Usage, sum, "the callers' totals add up to the file's")
+	assert.Contains(t, s.Text(), "caller team-a records=")
+	assert.Contains(t, s.Text(), "caller - records=")
 }
 
 func TestSummaryGolden(t *testing.T) {
@@ -80,7 +114,7 @@ func TestSummarizeEmpty(t *testing.T) {
 	js, err := json.Marshal(s)
 	require.NoError(t, err)
 	assert.JSONEq(t, `{"records":0,"skipped":0,"admitted":0,"attempts":0,"outcomes":[],"status_classes":[],
-		"duration":{"n":0,"p50_ns":0,"p99_ns":0},"tiers":[],
+		"duration":{"n":0,"p50_ns":0,"p99_ns":0},"tiers":[],"callers":[],
 		"usage":{"prompt_tokens":0,"completion_tokens":0,"reported":0,"unknown":0}}`, string(js))
 	assert.Equal(t, "records=0 skipped=0 admitted=0 attempts=0\noutcomes:\nstatus:\nattempt_duration: p50_ms=0.000 p99_ms=0.000\n"+
 		"usage: prompt_tokens=0 completion_tokens=0 reported=0 unknown=0\n", s.Text())

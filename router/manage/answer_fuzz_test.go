@@ -70,3 +70,32 @@ func FuzzTransitionAnswer(f *testing.F) {
 		}
 	})
 }
+
+// FuzzConfigAnswer: whatever GET /admin/v1/config answers, Config returns either a bad reply or a
+// status whose kept tiers are valid tier IDs in strictly ascending order (StatusAll addresses them).
+func FuzzConfigAnswer(f *testing.F) {
+	for _, seed := range []string{
+		`{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":1,"last_reload":null}`,
+		`{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":2,"last_reload":null,"kept_tiers":["gone","solo"]}`,
+		`{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":2,"last_reload":null,"kept_tiers":["solo","gone"]}`,
+		`{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":2,"last_reload":null,"kept_tiers":null}`,
+		`{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":2,"last_reload":null,"kept_tiers":["1.2.3.4"]}`,
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, body string) {
+		c, err := manage.NewClient(answering(body), "http://127.0.0.1:1", "admin-token-0123456789")
+		require.NoError(t, err)
+		st, err := c.Config(context.Background())
+		if err != nil {
+			return
+		}
+		assert.LessOrEqual(t, len(st.KeptTiers), ident.MaxKeptIntent)
+		for i, id := range st.KeptTiers {
+			assert.True(t, ident.ValidID(id), id)
+			if i > 0 {
+				assert.Less(t, st.KeptTiers[i-1], id)
+			}
+		}
+	})
+}

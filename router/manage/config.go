@@ -7,6 +7,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/anvil-llm/anvil/router/ident"
 )
 
 // The live configuration's admin API: POST ReloadPath reloads the router's config file (the same
@@ -53,6 +55,10 @@ type ConfigStatus struct {
 	LoadedAt   time.Time   `json:"loaded_at"`   // when the configuration in force was applied
 	Generation uint64      `json:"generation"`  // 1 at startup, one more per applied reload
 	LastReload *LastReload `json:"last_reload"` // null until the first reload attempt
+	// KeptTiers lists, in ID order, the tiers the configuration in force does not have whose quiesce
+	// intent (the tier's own or its members') the router keeps; omitted when none. The all-tier
+	// status (Client.StatusAll) shows them after the configured tiers.
+	KeptTiers []string `json:"kept_tiers,omitempty"`
 }
 
 func validReloadResult(r string, refusedOK bool) bool {
@@ -80,10 +86,24 @@ func (c *Client) Config(ctx context.Context) (ConfigStatus, error) {
 	if err := c.call(ctx, http.MethodGet, ConfigPath, nil, &out); err != nil {
 		return ConfigStatus{}, err
 	}
-	if out.Generation == 0 || out.LastReload != nil && !validReloadResult(out.LastReload.Result, true) {
+	if out.Generation == 0 || out.LastReload != nil && !validReloadResult(out.LastReload.Result, true) ||
+		!validKeptTiers(out.KeptTiers) {
 		return ConfigStatus{}, &TransportError{TransportBadReply}
 	}
 	return out, nil
+}
+
+// validKeptTiers: at most ident.MaxKeptIntent tier IDs, strictly ascending (so no repeats).
+func validKeptTiers(ids []string) bool {
+	if len(ids) > ident.MaxKeptIntent {
+		return false
+	}
+	for i, id := range ids {
+		if !ident.ValidID(id) || i > 0 && ids[i-1] >= id {
+			return false
+		}
+	}
+	return true
 }
 
 // call sends one admin request and decodes a 200 answer strictly into out.

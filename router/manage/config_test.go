@@ -51,6 +51,9 @@ func TestReloadAnswersAreChecked(t *testing.T) {
 		{"unknown result", http.StatusOK, `{"result":"maybe","digest":"","generation":1,"changes":[]}`, true},
 		{"unknown field", http.StatusOK, `{"result":"applied","digest":"","generation":1,"changes":[],"x":1}`, true},
 		{"no generation", http.StatusOK, `{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":0,"last_reload":null}`, false},
+		{"kept tier not an ID", http.StatusOK, `{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":1,"last_reload":null,"kept_tiers":["Bad Tier"]}`, false},
+		{"kept tiers out of order", http.StatusOK, `{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":1,"last_reload":null,"kept_tiers":["b","a"]}`, false},
+		{"kept tier repeated", http.StatusOK, `{"digest":"","source":"","loaded_at":"2026-01-01T00:00:00Z","generation":1,"last_reload":null,"kept_tiers":["a","a"]}`, false},
 		{"refusal with a foreign code", http.StatusUnprocessableEntity, `{"error":{"message":"\u001b[31mboom","code":"other"}}`, true},
 	}
 	for _, tt := range tests {

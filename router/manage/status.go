@@ -3,7 +3,9 @@ package manage
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"slices"
 
 	"github.com/anvil-llm/anvil/router/ident"
 )
@@ -35,16 +37,35 @@ func (c *Client) Tiers(ctx context.Context) ([]string, error) {
 }
 
 // StatusAll is the all-tier status: the router's tier list, then one status transition per tier,
-// in the router's order. Each answer is one tier's own consistent snapshot; the tiers are read one
-// after another, not at one instant.
+// in the router's order, then one per tier not configured whose intent the router keeps
+// (ConfigStatus.KeptTiers, in ID order: shown quiesced, not configured). Each answer is one tier's
+// own consistent snapshot; the tiers are read one after another, not at one instant.
 func (c *Client) StatusAll(ctx context.Context) ([]Response, error) {
 	tiers, err := c.Tiers(ctx)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]Response, 0, len(tiers))
+	cfg, err := c.Config(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Response, 0, len(tiers)+len(cfg.KeptTiers))
 	for _, id := range tiers {
 		resp, err := c.Transition(ctx, Request{Action: ActionStatus, Tier: id})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, resp)
+	}
+	for _, id := range cfg.KeptTiers {
+		if slices.Contains(tiers, id) {
+			continue // configured again by a reload between the two reads: already shown
+		}
+		resp, err := c.Transition(ctx, Request{Action: ActionStatus, Tier: id})
+		var r *Refusal
+		if errors.As(err, &r) && r.Status == http.StatusNotFound {
+			continue // readmitted between the reads: nothing kept any more
+		}
 		if err != nil {
 			return nil, err
 		}

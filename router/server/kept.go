@@ -68,6 +68,26 @@ func (s *Server) retained(tier string) []manage.Retained {
 	return out
 }
 
+// keptTiers lists, in ID order, the tiers the configuration in force does not have and the kept
+// intent names (their own entry or their members'): GET /admin/v1/config's kept_tiers.
+func (s *Server) keptTiers() []string {
+	doc := s.kept.Document()
+	set := s.current().router.Admission()
+	var out []string
+	for _, id := range sortedIDs(doc.Tiers) {
+		if _, ok := set.Tier(id); !ok {
+			out = append(out, id)
+		}
+	}
+	for id := range doc.Members {
+		if _, ok := set.Tier(id); !ok && !slices.Contains(out, id) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 func sortedIDs(m map[string]string) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {

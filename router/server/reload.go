@@ -205,7 +205,8 @@ func (s *Server) Config() manage.ConfigStatus {
 	s.reloads.mu.Lock() // a reload in progress finishes first: the answer never shows half of one
 	defer s.reloads.mu.Unlock()
 	g := s.current()
-	st := manage.ConfigStatus{Digest: g.digest, Source: s.opts.ConfigPath, LoadedAt: g.loadedAt.UTC(), Generation: g.number}
+	st := manage.ConfigStatus{Digest: g.digest, Source: s.opts.ConfigPath, LoadedAt: g.loadedAt.UTC(), Generation: g.number,
+		KeptTiers: s.keptTiers()}
 	if l := s.reloads.last; l != nil {
 		cp := *l
 		cp.Changes = slices.Clone(l.Changes)
