@@ -39,13 +39,19 @@ func (c *Client) Tiers(ctx context.Context) ([]string, error) {
 // StatusAll is the all-tier status: the router's tier list, then one status transition per tier,
 // in the router's order, then one per tier not configured whose intent the router keeps
 // (ConfigStatus.KeptTiers, in ID order: shown quiesced, not configured). Each answer is one tier's
-// own consistent snapshot; the tiers are read one after another, not at one instant.
+// own consistent snapshot; the tiers are read one after another, not at one instant. The kept
+// tiers come from the config view, which only the admin token reads: with an observer token
+// (refused 403 there) the configured tiers are shown alone.
 func (c *Client) StatusAll(ctx context.Context) ([]Response, error) {
 	tiers, err := c.Tiers(ctx)
 	if err != nil {
 		return nil, err
 	}
 	cfg, err := c.Config(ctx)
+	var refused *Refusal
+	if errors.As(err, &refused) && refused.Status == http.StatusForbidden {
+		cfg, err = ConfigStatus{}, nil
+	}
 	if err != nil {
 		return nil, err
 	}
