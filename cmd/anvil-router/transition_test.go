@@ -231,6 +231,9 @@ func TestObserverToken(t *testing.T) {
 	c.env[config.EnvAdminToken] = routerrig.ObserverToken
 	code, _, errOut = c.run(t, "transition-status", "--tier", "replicas")
 	require.Equal(t, 0, code, errOut)
+	code, out, errOut = c.run(t, "transition-status") // every tier, without the admin-only config view
+	require.Equal(t, 0, code, errOut)
+	assert.Contains(t, out, "replicas")
 	code, _, errOut = c.run(t, "quiesce", "--tier", "replicas", "--yes")
 	assert.NotEqual(t, 0, code)
 	assert.Contains(t, errOut, "[insufficient_role]")
