@@ -193,7 +193,7 @@ func TestPlantedErrorsFailExactlyTheirInvariant(t *testing.T) {
 		}, Probes},
 
 		{"grace period below shutdown_grace", func(s *Set) { pod(s).TerminationGracePeriodSeconds = ptr(int64(60)) }, Grace},
-		{"shutdown_grace raised past the grace period", editConfig("shutdown_grace: 5m5s", "shutdown_grace: 6m"), Grace},
+		{"shutdown_grace raised past the grace period", editConfig("shutdown_grace: 6m5s", "shutdown_grace: 7m"), Grace},
 		{"router without a preStop sleep", func(s *Set) { container(s, "anvil").Lifecycle = nil }, Grace},
 		{"vLLM stops before the router drains", func(s *Set) { container(s, "vllm-2").Lifecycle.PreStop.Sleep.Seconds = 30 }, Grace},
 

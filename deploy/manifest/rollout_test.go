@@ -118,7 +118,7 @@ func TestPlantedRolloutAndBudgetErrors(t *testing.T) {
 
 		{"upstream.timeout raised past shutdown_grace", editConfig("timeout: 5m #", "timeout: 9m #"), Grace},
 		{"upstream.timeout no shutdown_grace can cover", editConfig("timeout: 5m #", "timeout: 20m #"), Grace},
-		{"shutdown_grace lowered below the longest stream", editConfig("shutdown_grace: 5m5s", "shutdown_grace: 60s"), Grace},
+		{"shutdown_grace lowered below the longest stream", editConfig("shutdown_grace: 6m5s", "shutdown_grace: 6m"), Grace},
 		{"a vLLM preStop just short of the derived one", func(s *Set) { container(s, "vllm-1").Lifecycle.PreStop.Sleep.Seconds = 319 }, Grace},
 		{"a grace period short of the replicas' shutdown", func(s *Set) { pod(s).TerminationGracePeriodSeconds = ptr(int64(330)) }, Grace},
 
@@ -157,7 +157,7 @@ func TestShippedTimingsAreDerivedFromTheConfig(t *testing.T) {
 		assert.Equal(t, d.ReplicaPreStop, s, name)
 	}
 	assert.Equal(t, d.TerminationGracePeriod, *pod(set).TerminationGracePeriodSeconds)
-	assert.Equal(t, Timings{ShutdownGrace: 305 * time.Second, ReplicaPreStop: 320, TerminationGracePeriod: 335}, d,
+	assert.Equal(t, Timings{ShutdownGrace: 365 * time.Second, ReplicaPreStop: 380, TerminationGracePeriod: 395}, d,
 		"the figures docs/DEPLOYMENT.md quotes")
 	// The router's default upstream.timeout (10m) leaves no room: shutdown_grace is at most 10m.
 	assert.Greater(t, Derive(10*time.Minute, router).ShutdownGrace, MaxShutdownGrace)

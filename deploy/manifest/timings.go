@@ -8,6 +8,11 @@ import (
 
 // The margins the termination timings are derived with (Derive).
 const (
+	// BodyReadBound is the router's bound on reading an ordinary request's head and body (the main
+	// listener's ReadTimeout, router/server's bodyReadTimeout; TestBodyReadBoundIsTheRouters pins it).
+	// A request still reading its body at SIGTERM is admitted only after it, and then runs its
+	// upstream.timeout: shutdown_grace covers both.
+	BodyReadBound = time.Minute
 	// StreamMargin follows upstream.timeout in shutdown_grace: a request admitted just before SIGTERM
 	// runs at most upstream.timeout (one attempt, streaming included; a queued one is refused at once),
 	// and then needs its answer, its lease release and its decision record.
@@ -23,7 +28,7 @@ const (
 
 // Timings are a pod's termination timings, derived from the longest stream the router config allows.
 type Timings struct {
-	ShutdownGrace          time.Duration // the router's shutdown_grace: upstream.timeout + StreamMargin
+	ShutdownGrace          time.Duration // the router's shutdown_grace: BodyReadBound + upstream.timeout + StreamMargin
 	ReplicaPreStop         int64         // seconds: router preStop + shutdown_grace + ReplicaMargin
 	TerminationGracePeriod int64         // seconds: ReplicaPreStop + ExitMargin
 }
@@ -31,7 +36,7 @@ type Timings struct {
 // Derive renders the timings for a router config's upstream.timeout and the router's preStop sleep
 // (seconds); the shipped manifests hold exactly these values, and grace refuses less.
 func Derive(upstreamTimeout time.Duration, routerPreStop int64) Timings {
-	return deriveFrom(upstreamTimeout+StreamMargin, routerPreStop)
+	return deriveFrom(BodyReadBound+upstreamTimeout+StreamMargin, routerPreStop)
 }
 
 // deriveFrom is Derive for a given shutdown_grace.
@@ -44,7 +49,7 @@ func deriveFrom(shutdownGrace time.Duration, routerPreStop int64) Timings {
 
 // grace orders pod termination around the longest stream the config allows (Derive): the router's
 // preStop sleep lets the Service and balancers stop sending while it still accepts; then SIGTERM gives
-// in-flight requests shutdown_grace, which must cover upstream.timeout; the vLLM replicas sleep through
+// in-flight requests shutdown_grace, which must cover a body still being read and then upstream.timeout; the vLLM replicas sleep through
 // both so they serve until the router is done; and the kubelet's grace period outlasts all of it.
 func (c *checker) grace() {
 	if c.cfg == nil {
@@ -61,9 +66,9 @@ func (c *checker) grace() {
 	}
 	if d := Derive(c.cfg.timeout, router); c.cfg.grace < d.ShutdownGrace {
 		if d.ShutdownGrace > MaxShutdownGrace {
-			c.bad(Grace, "upstream.timeout %s allows streams no shutdown_grace can wait for (at most %s): lower it to %s or less", c.cfg.timeout, MaxShutdownGrace, MaxShutdownGrace-StreamMargin)
+			c.bad(Grace, "upstream.timeout %s allows streams no shutdown_grace can wait for (at most %s): lower it to %s or less", c.cfg.timeout, MaxShutdownGrace, MaxShutdownGrace-BodyReadBound-StreamMargin)
 		} else {
-			c.bad(Grace, "shutdown_grace %s cuts streams on every roll: upstream.timeout %s allows one that long; want at least %s", c.cfg.grace, c.cfg.timeout, d.ShutdownGrace)
+			c.bad(Grace, "shutdown_grace %s cuts streams on every roll: a body may take %s to read and upstream.timeout %s allows a stream that long after it; want at least %s", c.cfg.grace, BodyReadBound, c.cfg.timeout, d.ShutdownGrace)
 		}
 	}
 	// The sleeps and the grace period follow the configured shutdown_grace, whatever it is.

@@ -1,6 +1,10 @@
 package server
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"slices"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
 
 // The fair body budget's metrics. The caller label is callerOf's (auth.callers' labels,
 // "caller-1".."caller-32", "other"): bounded by the configuration, never by what a request says.
@@ -26,8 +30,20 @@ func (m *metrics) bodyRefused(caller, reason string) {
 }
 
 // seedCallers makes every caller label present with every reason, so a dashboard sees zeros before
-// the first refusal.
+// the first refusal, and deletes the body-refusal and usage series of the labels the previous
+// generation had and this one does not.
 func (m *metrics) seedCallers(labels []string) {
+	m.seeded.mu.Lock()
+	defer m.seeded.mu.Unlock()
+	for _, old := range m.seeded.callers {
+		if !slices.Contains(labels, old) {
+			l := prometheus.Labels{"caller": old}
+			m.bodyRefusals.DeletePartialMatch(l)
+			m.usage.tokens.DeletePartialMatch(l)
+			m.usage.unknown.DeletePartialMatch(l)
+		}
+	}
+	m.seeded.callers = slices.Clone(labels)
 	for _, c := range labels {
 		for _, r := range bodyRefusalReasons {
 			m.bodyRefusals.WithLabelValues(c, r)

@@ -49,7 +49,7 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	// relay (and so the record) that the router, not the caller, ended a request.
 	base, cut := context.WithCancelCause(context.WithoutCancel(ctx))
 	defer cut(nil)
-	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: time.Minute,
+	srv := &http.Server{Handler: s.engine, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: bodyReadTimeout,
 		IdleTimeout: 2 * time.Minute,
 		ErrorLog:    slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 		BaseContext: func(net.Listener) context.Context { return base }}

@@ -63,8 +63,9 @@ func admissionReasons() []string {
 
 // seeder remembers what the previous seed made known.
 type seeder struct {
-	mu   sync.Mutex
-	last *known
+	mu      sync.Mutex
+	last    *known
+	callers []string // the caller labels seedCallers last made known
 }
 
 // seed makes every label set cfg knows present and deletes the series of what the previous
@@ -115,7 +116,7 @@ func (m *metrics) seed(cfg config.Config) {
 // k does not, whatever their other labels.
 func (m *metrics) forget(old, k known) {
 	byTier := []interface{ DeletePartialMatch(prometheus.Labels) int }{m.requests, m.duration, m.firstByte,
-		m.attempts, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds}
+		m.attempts, m.usage.tokens, m.usage.unknown, m.refusals, m.queueWait, m.scrapes, m.scrapeSeconds}
 	for tier := range old.tiers {
 		if !k.tiers[tier] {
 			for _, v := range byTier {
@@ -134,7 +135,7 @@ func (m *metrics) forget(old, k known) {
 	for tm := range old.members {
 		if k.tiers[tm[0]] && !k.members[tm] {
 			l := prometheus.Labels{"tier": tm[0], "member": tm[1]}
-			for _, v := range byTier[:4] {
+			for _, v := range byTier[:6] {
 				v.DeletePartialMatch(l)
 			}
 			m.scrapes.DeletePartialMatch(l)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -110,6 +111,9 @@ func TestReloadSeedsAndForgets(t *testing.T) {
 		absent(t, mfs, name, map[string]string{"tier": "hosted"})
 	}
 	absent(t, mfs, "anvil_router_requests_total", map[string]string{"alias": "big"})
+	for _, name := range []string{"anvil_router_usage_tokens_total", "anvil_router_usage_unknown_total"} {
+		absent(t, mfs, name, map[string]string{"tier": "hosted"})
+	}
 	seeded(t, mfs, "anvil_router_requests_total", map[string]string{"alias": "spread", "tier": "rr", "member": "m02", "outcome": "success", "status_class": "2xx"})
 	seeded(t, mfs, "anvil_router_upstream_attempts_total", map[string]string{"tier": "rr", "member": "m02"})
 	seeded(t, mfs, "anvil_router_requests_total", map[string]string{"alias": "late", "tier": "queued", "member": "", "outcome": "success", "status_class": "2xx"})
@@ -124,6 +128,9 @@ func TestReloadSeedsAndForgets(t *testing.T) {
 	_, page = rig.get(t, "/metrics", adminToken)
 	mfs = families(t, page)
 	absent(t, mfs, "anvil_router_upstream_attempts_total", map[string]string{"tier": "rr", "member": "m02"})
+	for _, name := range []string{"anvil_router_usage_tokens_total", "anvil_router_usage_unknown_total"} {
+		absent(t, mfs, name, map[string]string{"tier": "rr", "member": "m02"})
+	}
 	absent(t, mfs, "anvil_router_admission_queue_wait_seconds", map[string]string{"tier": "queued"})
 	seeded(t, mfs, "anvil_router_upstream_attempts_total", map[string]string{"tier": "hosted", "member": ""})
 }
@@ -209,4 +216,44 @@ func TestBuildInfoFallback(t *testing.T) {
 	v, ok := series(families(t, page), "anvil_router_build_info", map[string]string{"version": "devel", "revision": "unknown", "goversion": runtime.Version()})
 	assert.True(t, ok)
 	assert.EqualValues(t, 1, v)
+}
+
+// A reload that removes a caller deletes its usage and body-refusal series; the held-bytes gauge
+// reads the generation in force, so it goes with it.
+func TestReloadForgetsCallers(t *testing.T) {
+	ms := startMembers(t, 2)
+	yaml := replicaYAML(ms, tierOpts{})
+	rig := startReloadRig(t, yaml, routerOptions{env: twoCallers})
+	rig.envs[config.EnvAPITokens], rig.envs[config.EnvAPIToken] = callerA+","+callerB, ""
+	status, text := doAs(t, rig.router, callerB, chatBody(2, false))
+	rig.wait(t, 1)
+	require.Equal(t, http.StatusOK, status, text)
+	names := []string{"anvil_router_usage_tokens_total", "anvil_router_usage_unknown_total",
+		"anvil_router_body_refusals_total", "anvil_router_body_budget_held_bytes"}
+	_, page := rig.get(t, "/metrics", adminToken)
+	mfs := families(t, page)
+	for _, name := range names {
+		require.True(t, hasLabel(mfs, name, "caller", "caller-2"), "%s{caller-2} before the reload", name)
+	}
+
+	rig.envs[config.EnvAPITokens] = callerA
+	rig.apply(t, yaml)
+	_, page = rig.get(t, "/metrics", adminToken)
+	mfs = families(t, page)
+	for _, name := range names {
+		absent(t, mfs, name, map[string]string{"caller": "caller-2"})
+		assert.True(t, hasLabel(mfs, name, "caller", "caller-1"), "%s{caller-1} stays", name)
+	}
+}
+
+// hasLabel reports whether some series of name carries label=value.
+func hasLabel(mfs map[string]*dto.MetricFamily, name, label, value string) bool {
+	for _, m := range mfs[name].GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == label && l.GetValue() == value {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -117,8 +117,10 @@ func (s *Server) authenticate() gin.HandlerFunc {
 const ctxReadOnly = "anvil.read_only"
 
 // operatorRefusal is the refusal of an admin or /metrics request, or the zero apiError when its token
-// opens it: the admin token always, an observer token for a read (GET or HEAD) and for the transition
-// endpoint, which it marks read-only. Both lists are always compared, so timing does not tell an
+// opens it: the admin token always, an observer token for a read (GET or HEAD) but of the configuration
+// status (its file path, changed keys and refusal texts, which can name token files and environment
+// variables, are the admin's), and for
+// the transition endpoint, which it marks read-only. Both lists are always compared, so timing does not tell an
 // observer token from the admin token.
 func operatorRefusal(c *gin.Context, g *generation) apiError {
 	_, admin := matching(c, g.admin)
@@ -128,7 +130,7 @@ func operatorRefusal(c *gin.Context, g *generation) apiError {
 	switch {
 	case admin:
 		return apiError{}
-	case observer && read:
+	case observer && read && r.URL.Path != manage.ConfigPath:
 		return apiError{}
 	case observer && r.Method == http.MethodPost && r.URL.Path == manage.TransitionPath:
 		c.Set(ctxReadOnly, true) // transition-status is a read; every other action is refused there

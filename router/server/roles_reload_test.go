@@ -35,8 +35,10 @@ func TestRolesRotateWithTheReload(t *testing.T) {
 	assert.Equal(t, []string{"auth.observer_tokens_file: added", "auth.observer_tokens: changed", "auth.callers.team-b: added"}, resp.Changes)
 	code, _ = r.call(t, http.MethodGet, "/metrics", observerA)
 	assert.Equal(t, http.StatusOK, code, "the reload opened /metrics to the new observer token")
+	code, _ = r.call(t, http.MethodGet, "/admin/v1/capacity", observerA)
+	assert.Equal(t, http.StatusOK, code, "the reload opened the views to the new observer token")
 	code, _ = r.call(t, http.MethodGet, manage.ConfigPath, observerA)
-	assert.Equal(t, http.StatusOK, code, "an observer reads the reload status")
+	assert.Equal(t, http.StatusForbidden, code, "the config status is the admin's")
 	code, body2 := r.call(t, http.MethodPost, manage.ReloadPath, observerA)
 	assert.Equal(t, http.StatusForbidden, code, "an observer never reloads: %s", body2)
 

@@ -66,8 +66,8 @@ const (
 )
 
 // roleTable is every route class against every token kind. Caller tokens open /v1 only; the observer
-// token opens /metrics and the admin API's reads (transition status included) and gets 403
-// insufficient_role on everything that changes state; the admin token opens every admin route and
+// token opens /metrics and the admin API's reads (transition status included) but for the normalized
+// configuration, and gets 403 insufficient_role on that and on everything that changes state; the admin token opens every admin route and
 // /metrics but not /v1 (an admin is not a caller); the status page's files answer everyone.
 func roleTable() []roleRow {
 	var rows []roleRow
@@ -78,7 +78,7 @@ func roleTable() []roleRow {
 		roleRow{"caller", http.MethodGet, "/v1/nothing", "", [6]int{http.StatusNotFound, http.StatusNotFound, unauth, unauth, unauth, unauth}})
 	read := [6]int{unauth, unauth, ok, ok, unauth, unauth}
 	for _, p := range []string{"/metrics", "/admin/v1/admission", "/admin/v1/capacity", "/admin/v1/decisions",
-		"/admin/v1/decisions/summary", "/admin/v1/config"} {
+		"/admin/v1/decisions/summary"} {
 		class := "admin read"
 		if p == "/metrics" {
 			class = "metrics"
@@ -91,6 +91,8 @@ func roleTable() []roleRow {
 		roleRow{"admin read", http.MethodGet, "/admin/v1/nothing", "", [6]int{unauth, unauth, http.StatusNotFound, http.StatusNotFound, unauth, unauth}})
 	write := func(status int) [6]int { return [6]int{unauth, unauth, denied, status, unauth, unauth} }
 	rows = append(rows,
+		// The normalized config names endpoints, token files and environment variables: the admin's.
+		roleRow{"admin only read", http.MethodGet, "/admin/v1/config", "", write(ok)},
 		roleRow{"admin write", http.MethodPost, "/admin/v1/transition", `{"action":"quiesce","tier":"replicas","dry_run":true}`, write(ok)},
 		roleRow{"admin write", http.MethodPost, "/admin/v1/transition", `{"action":"quiesce","tier":"replicas"}`, write(ok)},
 		roleRow{"admin write", http.MethodPost, "/admin/v1/transition", `{"action":"drain","tier":"replicas","wait_seconds":1}`, write(ok)},

@@ -51,13 +51,14 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/audio/speech", s.proxy(request.AudioSpeech))
 	v1.GET("/models", s.models)
 
-	// /metrics needs the admin token here (authenticate; Prometheus' authorization setting);
+	// /metrics needs the admin or an observer token here (authenticate; Prometheus' authorization setting);
 	// metrics.listen serves it without one on a second, private address.
 	e.GET("/metrics", gin.WrapH(s.metrics.handler(s.log)))
 	e.GET(MemberMetricsPrefix+":tier/:member", s.memberMetrics) // each replica's own page (membermetrics.go)
 
 	// The status page's files hold no secret and no data: authenticate lets exactly these paths
-	// through (statuspage.Page.Public), while every JSON read they make stays behind the admin token.
+	// through (statuspage.Page.Public), while every JSON read they make stays behind the admin or an
+	// observer token (the config status behind the admin token only).
 	page := gin.WrapH(s.page)
 	for _, p := range s.page.Paths() {
 		e.GET(p, page)

@@ -761,6 +761,8 @@ func TestStatusPageInABrowser(t *testing.T) {
 			chromedp.WaitVisible(chromedp.CSS("#status")))
 		settle(t)
 		assert.NotEmpty(t, shown(t), "the read-only page shows the tiers")
+		assert.Equal(t, "admin only", text(t, "#config-source"), "the normalized config is the admin's")
+		assert.Empty(t, eval(t, `document.getElementById("error").textContent`), "its 403 is no read error")
 		run(t, chromedp.Click(button("quiesce", "replicas", "m01")),
 			chromedp.Poll[chromedp.Void](`document.getElementById("result-text").textContent.includes("insufficient_role")`))
 		assert.Equal(t, "false", eval(t, `String(document.getElementById("confirm").open)`), "refused at the dry run")

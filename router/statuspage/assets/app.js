@@ -4,7 +4,8 @@
 // token: GET /admin/v1/capacity (tiers, members, states, ceilings, telemetry, passive health),
 // GET /metrics (request counters and histograms, refusals, the pressure sample's age) and
 // GET /admin/v1/decisions?format=json (the decision ring), and GET /admin/v1/config (the
-// configuration in force and the last reload attempt). Rates "over the last minute" are the
+// configuration in force and the last reload attempt; the admin token's only, so under an observer
+// token the Config panel says "admin only"). Rates "over the last minute" are the
 // difference between this page's own successive reads of the /metrics counters, over at most the last
 // 60 seconds of reads: the router keeps no history for the page.
 //
@@ -459,6 +460,11 @@
   // the last reload attempt was refused: a newer refusal replaces its text, a success clears it.
   function renderConfig(st) {
     const c = st || {};
+    if (c.admin_only) {
+      clearConfig();
+      setCell(document.getElementById("config-source"), "admin only");
+      return;
+    }
     const digest = String(c.digest || "");
     setCell(document.getElementById("config-source"), c.source ? String(c.source) : "none (not started from a file)");
     const d = document.getElementById("config-digest");
@@ -565,7 +571,11 @@
       call("GET", "/admin/v1/capacity"),
       call("GET", "/metrics", undefined, "text/plain;version=0.0.4"),
       call("GET", "/admin/v1/decisions?format=json&n=" + DECISIONS_READ),
-      call("GET", "/admin/v1/config"),
+      // The normalized config is the admin token's: an observer's page says so in the panel.
+      call("GET", "/admin/v1/config").catch((e) => {
+        if (e.status === 403) return JSON.stringify({ admin_only: true });
+        throw e;
+      }),
     ]);
     return { capacity: JSON.parse(capacity), metrics: metrics, decisions: JSON.parse(decisions), config: JSON.parse(config), t: Date.now() };
   }
