@@ -10,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/anvil-llm/anvil/internal/regfile"
 	"github.com/anvil-llm/anvil/router/config"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,9 +129,9 @@ func TestTokenFileMustBeRegular(t *testing.T) {
 	require.NoError(t, syscall.Mkfifo(fifo, 0o600))
 	// Would block forever if the FIFO were opened for a blocking read.
 	_, err := ReadTokenFile(fifo)
-	require.ErrorIs(t, err, errNotRegular)
+	require.ErrorIs(t, err, regfile.ErrNotRegular)
 	_, err = ReadTokenFile(dir)
-	require.ErrorIs(t, err, errNotRegular)
+	require.ErrorIs(t, err, regfile.ErrNotRegular)
 }
 
 func TestParseWithReadFile(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"os"
 	"sync"
 
+	"github.com/anvil-llm/anvil/internal/regfile"
 	"github.com/anvil-llm/anvil/router/config"
 )
 
@@ -21,7 +22,7 @@ const MaxCertFileBytes = 1 << 20
 type Source struct {
 	path string
 	env  func(string) (string, bool)
-	// read reads a file of at most limit bytes (readRegular); tests replace it to change a file
+	// read reads a file of at most limit bytes (regfile.Read); tests replace it to change a file
 	// between the two reads of one Load.
 	read func(name string, limit int64) ([]byte, error)
 
@@ -56,7 +57,7 @@ func NewSource(path string, env func(string) (string, bool)) *Source {
 	if env == nil {
 		env = os.LookupEnv
 	}
-	return &Source{path: path, env: env, read: readRegular}
+	return &Source{path: path, env: env, read: regfile.Read}
 }
 
 // Path is the configuration file's path.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/internal/regfile"
 	"github.com/anvil-llm/anvil/router/config"
 )
 
@@ -73,7 +74,7 @@ func flipping(name string, n int, replacement []byte) func(string, int64) ([]byt
 				return replacement, nil
 			}
 		}
-		return readRegular(p, limit)
+		return regfile.Read(p, limit)
 	}
 }
 
