@@ -44,11 +44,11 @@ var pure = []string{"router/ident", "router/scheduler", "router/health", "engine
 // and the capacity views project what they are handed (a scrape's goroutine is the caller's); the
 // walk (routing) takes time as values and locks its passive-health shell, and the request parser
 // formats its key errors.
-var quiet = []string{"router/admission", "router/pressure", "sim", "router/capacity", "router/routing", "router/request"}
+var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its request parser and cores, and the simulator that drives them.
-var netFree = []string{"sim", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event"}
+var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
