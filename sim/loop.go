@@ -23,6 +23,7 @@ const (
 	evStop                     // the run's duration is over: no more arrivals
 	evQueueTimeout             // queued request a reached its queue deadline
 	evReload                   // scenario reload a
+	evPolicyRefresh            // a reference policy's own telemetry round (policies.go)
 )
 
 // Priorities order events within one instant (sim/event's tie rule 2). Lease releases come first,
@@ -67,6 +68,7 @@ func (w *world) start() {
 		w.push(w.sc.Workload.Open.Gap(w.streams.Arrivals), prioArrival, ev{kind: evArrival, a: -1})
 	}
 	w.push(w.sc.Duration, prioStop, ev{kind: evStop})
+	w.startPolicy()
 	w.progress = w.sc.Duration / 100
 }
 
@@ -127,6 +129,8 @@ func (w *world) dispatch(e ev) {
 		w.reload(int(e.a))
 	case evStop:
 		w.arrivals = false
+	case evPolicyRefresh:
+		w.policyRefresh()
 	}
 }
 

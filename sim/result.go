@@ -35,6 +35,9 @@ type Result struct {
 	Series      Series
 	DecisionLog decisionlog.Stats
 	Queue       QueueStats
+	// Policy is a reference policy's own books; nil for the router's own strategies. Strategy
+	// then names the policy.
+	Policy *PolicyStats
 }
 
 // Request is one request's compact record: times are offsets from the epoch.
