@@ -26,8 +26,9 @@ workload:
 
 func TestEmbeddedScenariosParse(t *testing.T) {
 	names := Names()
-	want := []string{"burst-queue", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage", "restart-intent", "rotation",
-		"sixteen-members-hour", "stale-telemetry", "tier-drain", "twenty-concurrent", "upstream-errors"}
+	want := []string{"burst-queue", "bursty-arrivals", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage",
+		"outside-load", "prompt-mix", "restart-intent", "rotation", "sixteen-members-hour", "sixteen-members", "stale-telemetry", "tier-drain", "twenty-concurrent",
+		"unequal-speed", "upstream-errors"}
 	assert.Equal(t, want, names)
 	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
@@ -106,6 +107,8 @@ func TestParseErrors(t *testing.T) {
 		{"one member", strings.Replace(minimal, "    - {id: b, max_concurrency: 2}\n", "", 1), "tier.members", "2-16 members"},
 		{"duplicate member", strings.Replace(minimal, "id: b,", "id: a,", 1), "tier.members[1].id", "duplicate member id"},
 		{"unknown profile", strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, profile: gpt9}", 1), "tier.members[1].profile", "unknown engine profile"},
+		{"negative outside load", strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: -1}", 1), "tier.members[1].outside_rate", "requests per second"},
+		{"outside load too high", strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: 1001}", 1), "tier.members[1].outside_rate", "requests per second"},
 		{"both loops", strings.Replace(minimal, "closed: {clients: 2}", "closed: {clients: 2}\n  open: {process: poisson, rate: 1}", 1), "workload", "exactly one of closed and open"},
 		{"bad process", strings.Replace(minimal, "closed: {clients: 2}", "open: {process: burst, rate: 1}", 1), "workload.open.process", "poisson, gamma or constant"},
 		{"gamma needs shape", strings.Replace(minimal, "closed: {clients: 2}", "open: {process: gamma, rate: 1}", 1), "workload.open.shape", "required for gamma"},

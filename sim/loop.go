@@ -24,6 +24,7 @@ const (
 	evQueueTimeout              // queued request a reached its queue deadline
 	evReload                    // scenario reload a
 	evPolicyRefresh             // a reference policy's own telemetry round (policies.go)
+	evOutside                   // an outside request reaches member a's engine (outside.go)
 )
 
 // Priorities order events within one instant (sim/event's tie rule 2). Lease releases come first,
@@ -69,6 +70,7 @@ func (w *world) start() {
 	}
 	w.push(w.sc.Duration, prioStop, ev{kind: evStop})
 	w.startPolicy()
+	w.startOutside()
 	w.progress = w.sc.Duration / 100
 }
 
@@ -131,6 +133,8 @@ func (w *world) dispatch(e ev) {
 		w.arrivals = false
 	case evPolicyRefresh:
 		w.policyRefresh()
+	case evOutside:
+		w.outsideArrive(int(e.a))
 	}
 }
 

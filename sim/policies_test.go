@@ -38,3 +38,27 @@ func TestUnknownPolicyIsRefused(t *testing.T) {
 	_, err := Run(lookup(t, "heterogeneous"), Options{Policy: "capacity"})
 	require.ErrorIs(t, err, ErrPolicy)
 }
+
+// Outside load reaches only its member's engine: the router's arrivals and shapes are the same as
+// without it, its books stay whole, and the engine's own counts show the extra requests.
+func TestOutsideLoadIsInvisibleToTheRouter(t *testing.T) {
+	sc := lookup(t, "outside-load")
+	sc.Duration = 30 * time.Second
+	with := run(t, sc, Options{Strategy: "capacity"})
+	assertAccounting(t, with)
+	plain := lookup(t, "outside-load")
+	plain.Duration = sc.Duration
+	for i := range plain.Tier.Members {
+		plain.Tier.Members[i].OutsideRate = 0
+	}
+	without := run(t, plain, Options{Strategy: "capacity"})
+	require.Equal(t, len(without.Requests), len(with.Requests))
+	for i := range with.Requests {
+		require.Equal(t, without.Requests[i].Arrival, with.Requests[i].Arrival)
+		require.Equal(t, without.Requests[i].Prompt, with.Requests[i].Prompt)
+	}
+	i := memberIndex(t, with, "vllm-2")
+	assert.InDelta(t, 18*30, float64(with.Members[i].Outside), 18*30*0.25, "about outside_rate per second")
+	assert.Zero(t, with.Members[0].Outside)
+	assert.Zero(t, without.Members[i].Outside)
+}

@@ -74,6 +74,7 @@ type MemberResult struct {
 	// dead process refused the connection (Refused counts those).
 	Received         uint64
 	Refused          uint64
+	Outside          uint64 // outside requests its engine took (Member.OutsideRate), never the router's
 	Preemptions      uint64 // engine preemptions (all engine lifetimes)
 	GenerationTokens uint64
 	QueueTime        engine.Histogram // vllm:request_queue_time_seconds, summed over engine lifetimes

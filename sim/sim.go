@@ -122,6 +122,10 @@ type world struct {
 	tierOverhang int64
 	reloads      reloadState
 	pol          *placement // a reference policy's state; nil for the router's own strategies
+	outside      struct {   // the members' outside load (outside.go)
+		gen *scenarios.Generator
+		n   uint64
+	}
 }
 
 func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
