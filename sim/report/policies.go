@@ -51,6 +51,14 @@ type PolicyRow struct {
 	GoodputVsOracle   float64 `json:"goodput_vs_oracle"`
 	E2EP99VsCapacity  float64 `json:"e2e_p99_vs_capacity"`
 	E2EP99VsOracle    float64 `json:"e2e_p99_vs_oracle"`
+	// Shares are each member's share of the tier's admitted requests, in configured order.
+	Shares []MemberShare `json:"member_shares"`
+}
+
+// MemberShare is one member's share of a policy's admitted requests.
+type MemberShare struct {
+	Member string  `json:"member"`
+	Share  float64 `json:"share"`
 }
 
 // P5099 is a latency's median and 99th percentile, in seconds.
@@ -97,6 +105,9 @@ func policyRow(run *Run, res *sim.Result) PolicyRow {
 	if res.Policy != nil {
 		row.Mismatches = res.Policy.Mismatches
 	}
+	for _, m := range run.Members {
+		row.Shares = append(row.Shares, MemberShare{Member: m.ID, Share: m.Share})
+	}
 	return row
 }
 
@@ -140,6 +151,8 @@ func (r *PolicyReport) render(md bool) string {
 	}
 	w.para(meta)
 	w.table(r.table())
+	w.heading(2, "Share of admitted requests per member")
+	w.table(r.shareTable())
 	return w.b.String()
 }
 
@@ -190,4 +203,21 @@ func (r *PolicyReport) Figures() ([]Figure, error) {
 		out = append(out, c.Figure(r.Scenario+"-policies-"+m.name+"-cdf"))
 	}
 	return out, nil
+}
+
+func (r *PolicyReport) shareTable() *table {
+	t := &table{head: []string{"policy"}, left: 1}
+	if len(r.Rows) > 0 {
+		for _, m := range r.Rows[0].Shares {
+			t.head = append(t.head, m.Member)
+		}
+	}
+	for _, row := range r.Rows {
+		cells := []string{row.Policy}
+		for _, m := range row.Shares {
+			cells = append(cells, pct(m.Share))
+		}
+		t.row(cells...)
+	}
+	return t
 }
