@@ -213,6 +213,10 @@ func FuzzParse(f *testing.F) {
 			require.NotEmpty(t, g.Name)
 			require.NotEmpty(t, g.Run)
 		}
+		for _, m := range sc.Tier.Members {
+			require.True(t, m.OutsideRate >= 0 && m.OutsideRate <= MaxOutsideRate)
+		}
+		require.LessOrEqual(t, sc.ExpectedWork(), float64(MaxRequests))
 		for _, e := range sc.Events {
 			if e.Member != "" {
 				_, ok := sc.EverMember(e.Member)
@@ -221,6 +225,22 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Outside load is work too: a scenario whose members' outside_rate alone would send more than
+// MaxRequests is refused at load time like an open loop that would.
+func TestExpectedWorkCountsOutsideLoad(t *testing.T) {
+	doc := strings.Replace(strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: 1000}", 1),
+		"duration: 10s", "duration: 13h", 1)
+	_, err := Parse([]byte(doc))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "would send more than")
+	sc, err := Parse([]byte(strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: 10}", 1)))
+	require.NoError(t, err)
+	closed := *sc
+	closed.Tier.Members = append([]Member(nil), sc.Tier.Members...)
+	closed.Tier.Members[1].OutsideRate = 0
+	assert.InDelta(t, 10*10, sc.ExpectedWork()-closed.ExpectedWork(), 1e-9, "rate x duration on top of the router's load")
 }
 
 func TestExpectedWork(t *testing.T) {

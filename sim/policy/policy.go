@@ -35,8 +35,12 @@ func Reference(name string) bool {
 	return false
 }
 
-// ErrUnknown is returned by Parse for a name that is not a policy.
-var ErrUnknown = errors.New("policy: unknown policy")
+// Parse's refusals. Neither error carries the input: an unknown name is refused with the list of
+// the known ones, a repeated one is named (it is a known name).
+var (
+	ErrUnknown  = errors.New("policy: unknown policy")
+	ErrRepeated = errors.New("policy: listed twice")
+)
 
 // Parse reads a comma-separated policy list; "all" is All(). Names may not repeat. The order is
 // kept, except that capacity always comes first: every ratio is to it.
@@ -51,7 +55,7 @@ func Parse(list string) ([]string, error) {
 			return nil, fmt.Errorf("%w (want one of %s, or all)", ErrUnknown, strings.Join(All(), ", "))
 		}
 		if slices.Contains(out, n) {
-			return nil, fmt.Errorf("policy: %s listed twice", n)
+			return nil, fmt.Errorf("%w: %s", ErrRepeated, n)
 		}
 		out = append(out, n)
 	}

@@ -1,7 +1,9 @@
 package policy
 
 import (
+	"errors"
 	"math/rand/v2"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,9 +122,40 @@ func TestParse(t *testing.T) {
 	require.ErrorIs(t, err, ErrUnknown)
 	assert.NotContains(t, err.Error(), "bogus", "no raw input in the error")
 	_, err = Parse("random,random")
-	require.Error(t, err)
+	require.ErrorIs(t, err, ErrRepeated)
 	for _, n := range All() {
 		_, ok := Lookup(n)
 		assert.Equal(t, Reference(n), ok, n)
 	}
+}
+
+// Parse takes a command-line flag: whatever it is given, it returns a list of known, distinct
+// policies starting with capacity, or ErrUnknown (or the repeat error) without echoing the input.
+const unknownMessage = "policy: unknown policy (want one of capacity, round_robin, least_connections, random, power_of_two, queue_kv, oracle, or all)"
+
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"all", "capacity", "oracle,random", " queue_kv , power_of_two ", "random,random", "", ",", "bogus", "all,oracle"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := Parse(s)
+		if errors.Is(err, ErrUnknown) {
+			require.Equal(t, unknownMessage, err.Error(), "a fixed message, never the input")
+			return
+		}
+		if errors.Is(err, ErrRepeated) {
+			name := strings.TrimPrefix(err.Error(), ErrRepeated.Error()+": ")
+			require.Contains(t, All(), name, "only a known name is echoed")
+			return
+		}
+		require.NoError(t, err)
+		require.NotEmpty(t, got)
+		require.Equal(t, Capacity, got[0])
+		seen := map[string]bool{}
+		for _, n := range got {
+			require.Contains(t, All(), n)
+			require.False(t, seen[n], "listed twice")
+			seen[n] = true
+		}
+	})
 }
