@@ -99,7 +99,9 @@ func runPolicy(sc *scenarios.Scenario, name string, o *outputs, stderr io.Writer
 }
 
 func writePolicies(r *report.PolicyReport, w wall, o *outputs, stdout io.Writer) error {
-	if !o.quiet {
+	if o.quiet {
+		fmt.Fprintf(stdout, "%s: %d policies compared\n", r.Scenario, len(r.Rows))
+	} else {
 		fmt.Fprint(stdout, r.Text())
 	}
 	fmt.Fprintln(stdout, w.line())
