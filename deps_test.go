@@ -36,7 +36,7 @@ const modulePath = "github.com/anvil-llm/anvil"
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
 var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event",
-	"internal/jsonscan", "internal/sse", "internal/wav"}
+	"sim/policy", "internal/jsonscan", "internal/sse", "internal/wav"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
@@ -48,7 +48,7 @@ var quiet = []string{"router/admission", "router/pressure", "router/pressure/ada
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its request parser and cores, and the simulator that drives them.
-var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event"}
+var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event", "sim/policy"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
