@@ -35,7 +35,12 @@ func (f *Form) Encode(w io.Writer, model string) error {
 			return err
 		}
 	}
-	if f.file != nil {
+	switch {
+	case f.held != nil:
+		if err := f.writeHeld(mw); err != nil {
+			return err
+		}
+	case f.file != nil:
 		if err := f.streamRest(mw); err != nil {
 			return err
 		}
