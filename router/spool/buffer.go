@@ -14,9 +14,9 @@ var ErrSpillOff = errors.New("spool: the buffer is full and may not spill to dis
 // step, not one per write.
 const SpillStep = 1 << 20
 
-// firstChunk is the first memory a Buffer allocates; it doubles from there up to its bound, so a
-// small file costs little and a large one at most its bound (plus one smaller copy while growing).
-const firstChunk = 64 << 10
+// chunkBytes is the unit of a Buffer's memory: a small file costs one chunk, a large one its bound,
+// and nothing is ever copied to grow.
+const chunkBytes = 64 << 10
 
 // Buffer is written once, then read from the start: the first memLimit bytes in memory, the rest in
 // a spool file created on the first byte past them. Every disk step is reserved through reserve
@@ -26,7 +26,8 @@ type Buffer struct {
 	dir      *Dir
 	memLimit int64
 	reserve  func(n int64) error // nil: the buffer may not spill
-	mem      []byte
+	mem      [][]byte            // chunks of chunkBytes (the last one maybe shorter), each full but the last
+	memSize  int64
 	file     *os.File
 	fileSize int64
 	reserved int64
@@ -55,19 +56,22 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	return n + m, err
 }
 
-// toMemory appends what fits under memLimit and returns how much it took.
+// toMemory appends what fits under memLimit, a chunk at a time, and returns how much it took.
 func (b *Buffer) toMemory(p []byte) int {
-	n := int(min(int64(len(p)), b.memLimit-int64(len(b.mem))))
-	if n <= 0 {
-		return 0
+	taken := 0
+	for taken < len(p) && b.memSize < b.memLimit {
+		last := len(b.mem) - 1
+		if last < 0 || len(b.mem[last]) == cap(b.mem[last]) {
+			b.mem = append(b.mem, make([]byte, 0, min(chunkBytes, b.memLimit-b.memSize)))
+			last++
+		}
+		c := b.mem[last]
+		n := min(len(p)-taken, cap(c)-len(c))
+		b.mem[last] = append(c, p[taken:taken+n]...)
+		b.memSize += int64(n)
+		taken += n
 	}
-	if need := len(b.mem) + n; need > cap(b.mem) {
-		grown := make([]byte, len(b.mem), int(min(max(int64(2*cap(b.mem)), int64(need), firstChunk), b.memLimit)))
-		copy(grown, b.mem)
-		b.mem = grown
-	}
-	b.mem = append(b.mem, p[:n]...)
-	return n
+	return taken
 }
 
 // toFile writes p to the spool file, creating it and reserving disk as needed.
@@ -94,7 +98,7 @@ func (b *Buffer) toFile(p []byte) (int, error) {
 }
 
 // Size is the number of bytes written.
-func (b *Buffer) Size() int64 { return int64(len(b.mem)) + b.fileSize }
+func (b *Buffer) Size() int64 { return b.memSize + b.fileSize }
 
 // Spilled reports whether part of the buffer is on disk.
 func (b *Buffer) Spilled() bool { return b.file != nil }
@@ -105,10 +109,14 @@ func (b *Buffer) Reserved() int64 { return b.reserved }
 
 // Reader reads the bytes written, from the start. Write no more once reading began.
 func (b *Buffer) Reader() io.Reader {
-	if b.file == nil {
-		return bytes.NewReader(b.mem)
+	rs := make([]io.Reader, 0, len(b.mem)+1)
+	for _, c := range b.mem {
+		rs = append(rs, bytes.NewReader(c))
 	}
-	return io.MultiReader(bytes.NewReader(b.mem), io.NewSectionReader(b.file, 0, b.fileSize))
+	if b.file != nil {
+		rs = append(rs, io.NewSectionReader(b.file, 0, b.fileSize))
+	}
+	return io.MultiReader(rs...)
 }
 
 // Close frees the memory and removes the spool file; it is safe to call again.
