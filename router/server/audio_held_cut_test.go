@@ -106,6 +106,20 @@ func startHeldUpload(t *testing.T, url string) (<-chan *http.Response, context.C
 	return answered, func() { cancel(); _ = pw.CloseWithError(context.Canceled) }
 }
 
+// heldNow waits until the router has read the start of the upload (so it holds part of its file),
+// failing if the upload was answered first.
+func heldNow(t *testing.T, g *gate, answered <-chan *http.Response) {
+	t.Helper()
+	select {
+	case <-g.reached:
+	case resp := <-answered:
+		if resp == nil {
+			t.Fatal("the upload failed before the router held its file")
+		}
+		t.Fatalf("the upload was answered %d before the router held its file", resp.StatusCode)
+	}
+}
+
 // TestHeldUploadCallerLeaves: a caller that goes away while its file is held (part of it spilled)
 // leaves no spool file, no budget taken and no heap behind, and no member is ever contacted.
 func TestHeldUploadCallerLeaves(t *testing.T) {
@@ -115,7 +129,7 @@ func TestHeldUploadCallerLeaves(t *testing.T) {
 		body: func(b io.ReadCloser) io.ReadCloser { return gatedBody{b, g} }})
 	before := heapInUse()
 	answered, leave := startHeldUpload(t, rig.r.http.URL)
-	<-g.reached
+	heldNow(t, g, answered)
 	assert.Len(t, spoolEntries(t, dir), 1, "the held file spilled past its memory bound")
 	mem, disk := rig.r.srv.HeldBudgets()
 	assert.Equal(t, int64(1<<20), mem, "the held file's memory is in the body budget")
@@ -155,7 +169,7 @@ func TestHeldUploadShutdown(t *testing.T) {
 
 	before := heapInUse()
 	answered, _ := startHeldUpload(t, "http://"+ln.Addr().String())
-	<-g.reached
+	heldNow(t, g, answered)
 	require.Len(t, spoolEntries(t, dir), 1, "the held file spilled past its memory bound")
 	shutdown()
 	resp := <-answered
