@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"io"
 	"net"
@@ -18,6 +19,7 @@ import (
 	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/router/config/load"
+	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/server"
 )
 
@@ -211,3 +213,38 @@ func TestStaleSpoolFilesSwept(t *testing.T) {
 }
 
 func heldName(pid int, hex string) string { return "held-" + strconv.Itoa(pid) + "-" + hex + ".part" }
+
+// panickyBody panics at its first read once at bytes were read: a panic while the file is held.
+type panickyBody struct {
+	io.ReadCloser
+	n, at int64
+}
+
+func (b *panickyBody) Read(p []byte) (int, error) {
+	if b.n >= b.at {
+		panic(plantedPanic)
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.n += int64(n)
+	return n, err
+}
+
+// TestHeldUploadPanic: a panic while a file is held (part of it spilled) is the fixed 500, and leaves
+// no spool file and no budget taken behind.
+func TestHeldUploadPanic(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "spool")
+	rig := startAudioRigWith(t, "", nil, routerOptions{server: server.Options{SpoolDir: dir},
+		body: func(b io.ReadCloser) io.ReadCloser { return &panickyBody{ReadCloser: b, at: heldPastMemory} }})
+	ct, body := fileFirstForm(t, "clip.wav", make([]byte, 2<<20), [2]string{"model", "whisper"})
+	resp, got, err := rig.r.postRaw(t, context.Background(), "/v1/audio/transcriptions", ct, io.MultiReader(bytes.NewReader(body)), true)
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusInternalServerError, resp.StatusCode)
+	assert.NotContains(t, string(got), plantedPanic)
+	rec := rig.r.lastRecord(t)
+	assert.Equal(t, http.StatusInternalServerError, rec.Status)
+	assert.Equal(t, decisionlog.OutcomeRefused, rec.Outcome, "a panic before admission is a refusal (the walk's rule)")
+	assert.Zero(t, rec.Attempts)
+	assert.Zero(t, rig.upstreamCalls())
+	assert.Empty(t, spoolEntries(t, dir), "the spool file is removed")
+	assertHeldGiven(t, rig.r.srv)
+}
