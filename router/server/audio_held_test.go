@@ -28,7 +28,7 @@ const heldLimit = 2<<20 + 256<<10
 const heldBoundary = "file-first-boundary"
 
 // fileFirstForm builds a form as OpenAI's Node SDK sends it: the file first, then the fields.
-func fileFirstForm(t *testing.T, fileName string, file []byte, fields ...[2]string) (string, []byte) {
+func fileFirstForm(t testing.TB, fileName string, file []byte, fields ...[2]string) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
