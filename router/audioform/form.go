@@ -1,6 +1,6 @@
 // Package audioform reads the multipart/form-data body of an audio request (a transcription or a
 // translation) in one streaming pass, and writes it on to the upstream with its model field replaced
-// by the tier's served model, never holding the file.
+// by the tier's served model, never holding the file when the model comes first.
 //
 // Open reads the form's head: every part before the file part, each a field held in memory within
 // Limits. When the model field is among them (OpenAI's Python SDK, httpx, requests and curl -F in
