@@ -112,6 +112,7 @@ func (d *differ) settings(o, n Config) {
 	d.num("limits.max_body_bytes", o.limits.MaxBodyBytes, n.limits.MaxBodyBytes)
 	d.num("limits.max_inflight_body_bytes", o.limits.MaxInflightBodyBytes, n.limits.MaxInflightBodyBytes)
 	d.num("limits.max_audio_bytes", o.limits.MaxAudioBytes, n.limits.MaxAudioBytes)
+	d.num("limits.max_spill_bytes", o.limits.MaxSpillBytes, n.limits.MaxSpillBytes)
 	d.num("limits.caller_body_share_percent", o.limits.CallerBodySharePercent, n.limits.CallerBodySharePercent)
 	d.num("limits.min_upload_bytes_per_second", o.limits.MinUploadBytesPerSecond, n.limits.MinUploadBytesPerSecond)
 	d.dur("limits.min_upload_grace", o.limits.MinUploadGrace, n.limits.MinUploadGrace)

@@ -52,6 +52,7 @@ type normLimits struct {
 	MaxBodyBytes         int64  `yaml:"max_body_bytes"`
 	MaxInflightBodyBytes int64  `yaml:"max_inflight_body_bytes"`
 	MaxAudioBytes        int64  `yaml:"max_audio_bytes"`
+	MaxSpillBytes        int64  `yaml:"max_spill_bytes"`
 	CallerBodyShare      int64  `yaml:"caller_body_share_percent"`
 	MinUploadRate        int64  `yaml:"min_upload_bytes_per_second"`
 	MinUploadGrace       string `yaml:"min_upload_grace"`
@@ -163,7 +164,7 @@ func (c Config) norm() normConfig {
 		Listen: c.listen,
 		Auth:   normAuth{CallerTokens: make([]string, len(c.auth.callerTokens))},
 		Limits: normLimits{MaxBodyBytes: c.limits.MaxBodyBytes, MaxInflightBodyBytes: c.limits.MaxInflightBodyBytes,
-			MaxAudioBytes: c.limits.MaxAudioBytes, CallerBodyShare: c.limits.CallerBodySharePercent,
+			MaxAudioBytes: c.limits.MaxAudioBytes, MaxSpillBytes: c.limits.MaxSpillBytes, CallerBodyShare: c.limits.CallerBodySharePercent,
 			MinUploadRate: c.limits.MinUploadBytesPerSecond, MinUploadGrace: fmtDuration(c.limits.MinUploadGrace)},
 		ShutdownGrace: fmtDuration(c.shutdownGrace),
 		Log:           normLog(c.log),

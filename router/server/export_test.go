@@ -20,3 +20,6 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
 
 // BindMetrics binds the metrics listener as Serve would.
 func (s *Server) BindMetrics() (net.Listener, error) { return s.metricsListener() }
+
+// HeldBudgets is what the in-flight body budget and the spill budget hold now.
+func (s *Server) HeldBudgets() (memory, disk int64) { return s.bodies.inUse(), s.spills.inUse() }

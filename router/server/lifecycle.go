@@ -214,6 +214,10 @@ func (s *Server) Close() error {
 	s.background.Wait()
 	s.closePressure()
 	err := s.decisions.Close()
+	if s.spool != nil {
+		// The last word for held audio files: any a handler still running did not remove.
+		err = errors.Join(err, s.spool.Close())
+	}
 	if s.sinkFile != nil {
 		if cerr := s.sinkFile.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr

@@ -29,6 +29,7 @@ import (
 	"github.com/anvil-llm/anvil/router/readiness"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/spool"
 	"github.com/anvil-llm/anvil/router/statuspage"
 )
 
@@ -53,6 +54,8 @@ type Server struct {
 	engine    *gin.Engine
 	page      *statuspage.Page // the operator status page's embedded files, served without a token
 	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
+	spills    *budget          // disk of held audio files (limits.max_spill_bytes, spill.go)
+	spool     *spool.Dir       // where held audio files spill; nil when the directory is unusable
 	// unknownCaller holds the bodies of a request whose caller authenticate did not record (none on
 	// the /v1 routes, which all authenticate).
 	unknownCaller *holder
@@ -98,6 +101,9 @@ type Options struct {
 	// Load rereads and validates the config file for ReloadFile (SIGHUP, POST
 	// /admin/v1/config/reload). nil: those reloads are refused, there is no file to read.
 	Load LoadFunc
+	// SpoolDir is the directory of held audio files' spool files; "" is spool.DefaultPath()
+	// (anvil-spool under os.TempDir, which follows $TMPDIR). Tests give their own.
+	SpoolDir string
 	// Version and Revision label anvil_router_build_info (the linker's strings, as `anvil-router
 	// version` prints them); "" reads what the Go toolchain stamped into the binary.
 	Version, Revision string
@@ -119,12 +125,13 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
 	s := &Server{opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), client: client, view: view,
-		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), unknownCaller: &holder{}, kept: intent.NewKept()}
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), spills: newSpillBudget(cfg.Limits().MaxSpillBytes), unknownCaller: &holder{}, kept: intent.NewKept()}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
 	s.workers, s.stopWork = context.WithCancel(context.Background())
 	s.started = s.now()
+	s.openSpool()
 	cert, err := loadCertificate(cfg.TLS())
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
