@@ -13,7 +13,6 @@ const (
 	// 1 means 100 percent usage."). Removed with llama_kv_self_used_cells (2025): current servers
 	// print no KV figure at all.
 	llamaKVUsage = "llamacpp:kv_cache_usage_ratio"
-	// gauge, KV cells in use ("KV-cache tokens."), removed with llamaKVUsage. Not read: without
-	// n_ctx on the page it has no denominator.
-	llamaKVTokens = "llamacpp:kv_cache_tokens"
+	// llamacpp:kv_cache_tokens (gauge, KV cells in use, "KV-cache tokens.", removed with
+	// llamaKVUsage) is not read: without n_ctx on the page it has no denominator.
 )

@@ -18,11 +18,10 @@ const (
 	// The served model (server_args.served_model_name, what /v1/models lists). Every SGLang
 	// version with metrics carries it; before 2025 it was the only label.
 	sglangModel = "model_name"
-	// Rank labels of current SGLang: tp_rank and pp_rank always, dp_rank with data-parallel
-	// attention, plus engine_type ("unified", "prefill" or "decode"). Ranks of one data-parallel
-	// group run the same batch, so with --enable-metrics-for-all-schedulers every tensor- and
-	// pipeline-parallel rank repeats the group's counts: they are replicas, not extra requests.
-	sglangTPRank = "tp_rank"
-	sglangPPRank = "pp_rank"
+	// Current SGLang adds engine_type ("unified", "prefill" or "decode"), tp_rank and pp_rank to
+	// every scheduler series, and dp_rank under data parallelism. Ranks of one data-parallel group
+	// run the same batch, so with --enable-metrics-for-all-schedulers every tensor- and
+	// pipeline-parallel rank repeats the group's counts: replicas, not extra requests. Only
+	// dp_rank tells groups apart.
 	sglangDPRank = "dp_rank"
 )
