@@ -68,7 +68,7 @@ func TestEngineFixtures(t *testing.T) {
 		// 23040 reserved tokens of a 65536-token budget.
 		{adapter.TGI, "tgi_3.txt", llama,
 			pressure.Sample{Running: present(14), Waiting: present(3), KVUsage: present(0.3515625)}},
-		// Before TGI 2.4 the page has no budget: KV missing.
+		// Before TGI 2.3.1 the page has no budget: KV missing.
 		{adapter.TGI, "tgi_2_3.txt", llama,
 			pressure.Sample{Running: present(14), Waiting: present(3), KVUsage: missing}},
 	}
