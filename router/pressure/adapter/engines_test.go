@@ -30,8 +30,14 @@ func readPage(t testing.TB, name string) []byte {
 	return b
 }
 
+// tb is what read needs of a test: *testing.T, *testing.B and *rapid.T all have it.
+type tb interface {
+	require.TestingT
+	Helper()
+}
+
 // read parses a page as the scrape shell does and hands it to the engine's adapter.
-func read(t testing.TB, engine string, page []byte, model string) (pressure.Sample, pressure.Class) {
+func read(t tb, engine string, page []byte, model string) (pressure.Sample, pressure.Class) {
 	t.Helper()
 	a, err := adapter.For(engine)
 	require.NoError(t, err)
