@@ -61,9 +61,10 @@ type row struct {
 }
 
 // tabulate reads the served model's series of mf into one row per distinct groupLabel value, with
-// one column per kinds entry, picked by the series' kindLabel value; a series of another kind
-// only makes its group's row exist. Two series for one group and kind (told apart only by some other label) are ambiguous,
-// so the family is refused, as is anything eachSeries refuses.
+// one column per kinds entry (at most maxKinds), picked by the series' kindLabel value; a series
+// of another kind only makes its group's row exist. Two series for one group and kind (told apart
+// only by some other label) are ambiguous, so the family is refused, as is anything eachSeries
+// refuses.
 func tabulate(mf *dto.MetricFamily, modelLabel, servedModel, groupLabel, kindLabel string, kinds ...string) ([]row, bool) {
 	if len(kinds) > maxKinds {
 		return nil, false // a caller's mistake, refused rather than a panic
