@@ -213,6 +213,7 @@ func (s *Server) Close() error {
 	s.stopWork()
 	s.background.Wait()
 	s.closePressure()
+	s.shutdownTracer()
 	err := s.decisions.Close()
 	if s.sinkFile != nil {
 		if cerr := s.sinkFile.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
