@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"encoding/hex"
+	"io"
 	"net/http"
 	"regexp"
 	"strings"
@@ -186,4 +187,58 @@ func TestPropagationWithTracingOff(t *testing.T) {
 			assert.Equal(t, callerTrace, rec.TraceID)
 		})
 	}
+}
+
+// Shutdown exports the queued spans within the grace: no flush by hand, the collector has them once
+// Serve returns.
+func TestShutdownFlushesSpans(t *testing.T) {
+	c := startCollector(t)
+	ms := startMembers(t, 2)
+	sv := serveReal(t, replicaYAML(ms, tierOpts{strategy: "round_robin", extra: c.tracingYAML("always_on")}))
+	resp := postTraced(t, sv.addr)
+	require.Equal(t, http.StatusOK, resp)
+	require.NoError(t, sv.stop())
+	assert.Len(t, c.spans(callerTrace), 3)
+	assert.Equal(t, 0.0, droppedSpans(t, sv))
+}
+
+// A collector that never answers neither delays a request nor holds shutdown past its grace: the
+// spans it never took count as dropped.
+func TestStalledCollectorGivesUpAtTheGrace(t *testing.T) {
+	c := startCollector(t)
+	c.hold = make(chan struct{})
+	t.Cleanup(func() { close(c.hold) })
+	ms := startMembers(t, 2)
+	sv := serveReal(t, replicaYAML(ms, tierOpts{strategy: "round_robin", extra: "shutdown_grace: 1s\n" + c.tracingYAML("always_on")}))
+	require.Equal(t, http.StatusOK, postTraced(t, sv.addr), "the request is answered while the collector stalls")
+	require.NoError(t, sv.stop(), "Serve returns: the flush gave up at the grace")
+	assert.Empty(t, c.all())
+	assert.Equal(t, 3.0, droppedSpans(t, sv), "the request's three spans")
+}
+
+func postTraced(t *testing.T, addr string) int {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, "http://"+addr+"/v1/chat/completions", strings.NewReader(chatBody(4, false)))
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+callerToken)
+	req.Header.Set("Traceparent", callerParent)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, resp.Body)
+	return resp.StatusCode
+}
+
+// droppedSpans reads anvil_router_trace_spans_dropped_total from the server's registry.
+func droppedSpans(t *testing.T, sv serving) float64 {
+	t.Helper()
+	mfs, err := sv.srv.Registry().Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == "anvil_router_trace_spans_dropped_total" {
+			return mf.GetMetric()[0].GetCounter().GetValue()
+		}
+	}
+	t.Fatal("no anvil_router_trace_spans_dropped_total")
+	return 0
 }
