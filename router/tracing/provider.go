@@ -34,11 +34,10 @@ import (
 // The batch processor's bounds, fixed here (not read from OTEL_BSP_*) because the drop count depends
 // on them: at most QueueSpans spans wait for export; past that a finished span is dropped and counted.
 const (
-	QueueSpans  = 2048
-	BatchSpans  = 512
-	scopeName   = "github.com/anvil-llm/anvil/router"
-	tracesPath  = "/v1/traces"
-	serviceVers = "service.version"
+	QueueSpans = 2048
+	BatchSpans = 512
+	scopeName  = "github.com/anvil-llm/anvil/router"
+	tracesPath = "/v1/traces"
 )
 
 // ErrExporter is returned by New when the exporter cannot be built; it names nothing of the settings.
@@ -107,7 +106,7 @@ func newResource(cfg config.Tracing, version string) *resource.Resource {
 	}
 	attrs = append(attrs, semconv.ServiceName(cfg.ServiceName))
 	if version != "" {
-		attrs = append(attrs, attribute.String(serviceVers, version))
+		attrs = append(attrs, semconv.ServiceVersion(version))
 	}
 	return resource.NewWithAttributes(semconv.SchemaURL, attrs...)
 }
