@@ -124,22 +124,33 @@ func answerPhrases(t *testing.T, answer string) []string {
 	return out
 }
 
-// A refused request is one span with its refusal code, and no upstream call.
+// A refused request is one span with its refusal code, and no upstream call: refused by a gate, and
+// not admitted by a quiesced tier.
 func TestRefusalIsOneSpan(t *testing.T) {
 	c := startCollector(t)
 	r, ms := tracedRouter(t, c, "always_on")
 	status, _ := tracedPost(t, r, "/v1/chat/completions", chatBody(4096, false), map[string]string{"Traceparent": callerParent})
 	require.Equal(t, http.StatusBadRequest, status, "over the tier's output gate")
 	r.wait(t, 1)
+	st, _ := r.admin(t, `{"action":"quiesce","tier":"replicas","reason":"upgrade"}`)
+	require.Equal(t, http.StatusOK, st)
+	second := "00-" + strings.Repeat("ab", 16) + "-" + callerSpan + "-01"
+	status, _ = tracedPost(t, r, "/v1/chat/completions", chatBody(4, false), map[string]string{"Traceparent": second})
+	require.Equal(t, http.StatusServiceUnavailable, status, "the tier is quiesced")
+	r.wait(t, 1)
 	flush(t, r)
 
-	spans := c.spans(callerTrace)
-	require.Len(t, spans, 1)
-	a := attrs(spans[0])
-	assert.Equal(t, "refused", a["anvil.outcome"])
-	assert.NotEmpty(t, a["anvil.refusal.code"])
-	assert.Equal(t, "replicas", a["anvil.tier"])
-	assert.Equal(t, "400", a["http.response.status_code"])
+	for _, tc := range []struct {
+		trace, outcome, status string
+	}{{callerTrace, "refused", "400"}, {strings.Repeat("ab", 16), "not_admitted", "503"}} {
+		spans := c.spans(tc.trace)
+		require.Len(t, spans, 1, tc.outcome)
+		a := attrs(spans[0])
+		assert.Equal(t, tc.outcome, a["anvil.outcome"])
+		assert.NotEmpty(t, a["anvil.refusal.code"])
+		assert.Equal(t, "replicas", a["anvil.tier"])
+		assert.Equal(t, tc.status, a["http.response.status_code"])
+	}
 	assert.Zero(t, totalCalls(ms), "no upstream call")
 	for _, m := range ms {
 		assert.Empty(t, m.fake.Traces())
