@@ -42,6 +42,7 @@ type Config struct {
 	intentFile    string
 	readiness     Readiness
 	metrics       Metrics
+	tracing       Tracing
 	aliases       []Alias
 	tiers         []Tier
 	tierIndex     map[string]int // tier ID -> index in tiers

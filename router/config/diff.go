@@ -131,6 +131,22 @@ func (d *differ) settings(o, n Config) {
 	d.dur("readiness.interval", o.readiness.Interval, n.readiness.Interval)
 	d.dur("readiness.timeout", o.readiness.Timeout, n.readiness.Timeout)
 	d.opaque("metrics.listen", o.metrics.Listen, n.metrics.Listen)
+	d.tracing(o.tracing, n.tracing)
+}
+
+// tracing names the tracing settings that changed; the endpoint is opaque, like every address.
+func (d *differ) tracing(o, n Tracing) {
+	d.opaque("tracing.endpoint", o.Endpoint, n.Endpoint)
+	d.shown("tracing.protocol", o.Protocol, n.Protocol)
+	d.shown("tracing.service_name", o.ServiceName, n.ServiceName)
+	d.shown("tracing.sampler", o.Sampler, n.Sampler)
+	if o.SamplerArg != n.SamplerArg {
+		d.add("tracing.sampler_arg", OpChanged, strconv.FormatFloat(o.SamplerArg, 'g', -1, 64),
+			strconv.FormatFloat(n.SamplerArg, 'g', -1, 64))
+	}
+	if !slices.Equal(o.ResourceAttributes, n.ResourceAttributes) {
+		d.add("tracing.resource_attributes", OpChanged, "", "")
+	}
 }
 
 // auth names credential changes by the key that supplies them; the file a credential came from is a

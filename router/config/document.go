@@ -21,6 +21,7 @@ type Document struct {
 	IntentFile    *string         `mapstructure:"intent_file" yaml:"intent_file,omitempty"`
 	Readiness     *ReadinessDoc   `mapstructure:"readiness" yaml:"readiness,omitempty"`
 	Metrics       *MetricsDoc     `mapstructure:"metrics" yaml:"metrics,omitempty"`
+	Tracing       *TracingDoc     `mapstructure:"tracing" yaml:"tracing,omitempty"`
 	Aliases       []AliasDoc      `mapstructure:"aliases" yaml:"aliases,omitempty"`
 	Tiers         []TierDoc       `mapstructure:"tiers" yaml:"tiers,omitempty"`
 }

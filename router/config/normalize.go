@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"net/url"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -23,6 +24,7 @@ type normConfig struct {
 	IntentFile    string          `yaml:"intent_file,omitempty"`
 	Readiness     normReadiness   `yaml:"readiness"`
 	Metrics       *normMetrics    `yaml:"metrics,omitempty"`
+	Tracing       *normTracing    `yaml:"tracing,omitempty"`
 	Aliases       []normAlias     `yaml:"aliases"`
 	Tiers         []normTier      `yaml:"tiers"`
 }
@@ -63,6 +65,17 @@ type normUpstream struct {
 	FirstByteTimeout string `yaml:"first_byte_timeout"`
 	Timeout          string `yaml:"timeout"`
 	MaxResponseBytes int64  `yaml:"max_response_bytes"`
+}
+
+// normTracing is shown only when tracing is on; its resource attributes in OTEL_RESOURCE_ATTRIBUTES'
+// form.
+type normTracing struct {
+	Endpoint           string  `yaml:"endpoint"`
+	Protocol           string  `yaml:"protocol"`
+	ServiceName        string  `yaml:"service_name"`
+	Sampler            string  `yaml:"sampler"`
+	SamplerArg         float64 `yaml:"sampler_arg"`
+	ResourceAttributes string  `yaml:"resource_attributes,omitempty"`
 }
 
 type normLog struct {
@@ -190,6 +203,10 @@ func (c Config) norm() normConfig {
 	if c.metrics.Listen != "" {
 		n.Metrics = &normMetrics{Listen: c.metrics.Listen}
 	}
+	if t := c.tracing; t.Enabled() {
+		n.Tracing = &normTracing{Endpoint: t.Endpoint, Protocol: t.Protocol, ServiceName: t.ServiceName,
+			Sampler: t.Sampler, SamplerArg: t.SamplerArg, ResourceAttributes: formatAttributes(t.ResourceAttributes)}
+	}
 	for i, t := range c.auth.callerTokens {
 		n.Auth.CallerTokens[i] = t.redacted()
 	}
@@ -286,4 +303,14 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// formatAttributes writes resource attributes back in OTEL_RESOURCE_ATTRIBUTES' form, values
+// percent-encoded, so ParseResourceAttributes reads the same pairs again.
+func formatAttributes(attrs []Attribute) string {
+	parts := make([]string, len(attrs))
+	for i, a := range attrs {
+		parts[i] = a.Key + "=" + url.PathEscape(a.Value)
+	}
+	return strings.Join(parts, ",")
 }

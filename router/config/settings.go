@@ -62,6 +62,7 @@ func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) 
 		func() (err error) { c.intentFile, err = optPath(raw.IntentFile, "intent_file"); return err },
 		func() error { return buildReadiness(raw.Readiness, c) },
 		func() error { return buildMetrics(raw.Metrics, c) },
+		func() error { return buildTracing(raw.Tracing, lookup, c) },
 	}
 	var errs []error // each section's first error: the sections are independent
 	for _, step := range steps {

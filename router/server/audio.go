@@ -113,10 +113,12 @@ func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, e
 		_ = pw.CloseWithError(err) // nil: a clean end of the upstream body
 		enc.done <- err
 	}()
-	res := g.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, relay.Upstream{
+	up := relay.Upstream{
 		BaseURL: target.BaseURL, Path: ep.Path(), BodyStream: pr, ContentType: form.ContentType(),
 		Stream: form.Stream(), RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
-	})
+	}
+	s.propagate(c, &up)
+	res := g.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, up)
 	encErr := s.joinEncoder(c, enc)
 	if errors.Is(res.Err, relay.ErrRequestBody) {
 		e := s.formRefused(c, encErr)

@@ -213,6 +213,7 @@ func (s *Server) Close() error {
 	s.stopWork()
 	s.background.Wait()
 	s.closePressure()
+	s.shutdownTracer()
 	err := s.decisions.Close()
 	if s.spool != nil {
 		// The last word for held audio files: any a handler still running did not remove.

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/capacity"
@@ -31,6 +32,7 @@ import (
 	"github.com/anvil-llm/anvil/router/scheduler"
 	"github.com/anvil-llm/anvil/router/spool"
 	"github.com/anvil-llm/anvil/router/statuspage"
+	"github.com/anvil-llm/anvil/router/tracing"
 )
 
 // Server is one router instance. Create it with New, run it with Serve (or Start and Handler), stop
@@ -48,6 +50,7 @@ type Server struct {
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	metrics   *metrics
+	tracer    *tracing.Provider                       // nil: tracing off (tracing.go)
 	view      func(capacity.Sources) capacity.Sources // test seam over every generation's sources
 	intent    *intent.Store                           // nil without intent_file: quiesce intent lives in memory only
 	kept      *intent.Kept                            // intent of scopes not configured now (kept.go)
@@ -104,6 +107,9 @@ type Options struct {
 	// SpoolDir is the directory of held audio files' spool files; "" is spool.DefaultPath()
 	// (anvil-spool under os.TempDir, which follows $TMPDIR). Tests give their own.
 	SpoolDir string
+	// SpanExporter, when set, receives the spans instead of the OTLP exporter tracing's settings
+	// describe (tracing must still be on): for tests and embedders.
+	SpanExporter sdktrace.SpanExporter
 	// Version and Revision label anvil_router_build_info (the linker's strings, as `anvil-router
 	// version` prints them); "" reads what the Go toolchain stamped into the binary.
 	Version, Revision string
@@ -178,6 +184,11 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	s.metrics.reloaded("", s.started) // startup is the first successful load
 	s.metrics.buildInfo(opts.Version, opts.Revision)
 	s.metrics.seed(cfg)
+	if s.tracer, err = tracing.New(s.workers, cfg.Tracing(), tracing.Options{Version: opts.Version, Exporter: opts.SpanExporter}); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.metrics.watchTracer(s.tracer)
 	s.page = statuspage.New()
 	s.engine = s.routes()
 	return s, nil
