@@ -1,0 +1,98 @@
+package qualification_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/internal/ceiling"
+	"github.com/anvil-llm/anvil/qualification"
+	"github.com/anvil-llm/anvil/sim/calibrate"
+)
+
+// calibrationProfile is the tiny profile with 2 ms steps and 4 sequences: a knee sharp enough
+// (three slots give 75% of four's throughput) that a loaded machine's real-time noise cannot move
+// it by more than the one step the test allows, and steps long against a scheduler's hiccups.
+func calibrationProfile() engine.Profile {
+	p := engine.TinyProfile()
+	p.Name, p.StepBase, p.MaxNumSeqs = "tiny-calibration", 2*time.Millisecond, 4
+	return p
+}
+
+// Calibration sweep bounds of the rig: windows of about a hundred tokens at concurrency 1.
+const (
+	rigCalBound  = 6
+	rigCalWindow = 250 * time.Millisecond
+)
+
+// The calibration phase against real fake-vLLM members recommends the ceiling the engine model
+// implies: the simulator's sweep of the same profile, workload, seed and SLO, within one step. The
+// SLO is placed from the simulated curve, well above its TTFT p99 at the sweep's bound (a real-time
+// p99 on a loaded machine has outliers the model has not), so the knee decides on both sides;
+// nothing here is a hard-coded ceiling.
+func TestCalibrationRecommendsTheEngineCeiling(t *testing.T) {
+	prof := calibrationProfile()
+	rg := startRig(t, rigOptions{profile: &prof})
+	base, err := qualification.Parse([]byte(rg.qualYAML(t, t.TempDir(), rigFailure)))
+	require.NoError(t, err)
+	simulated, err := calibrate.Run(calibrate.Options{Profile: prof, Workload: base.Workload, Seed: base.Seed,
+		Ceilings: ceiling.Steps(1, rigCalBound), Window: rigCalWindow, MaxWindows: 20})
+	require.NoError(t, err)
+	last := simulated.Points[len(simulated.Points)-1]
+	slo := ceiling.SLO{TTFT: time.Duration(4 * last.TTFTP99 * float64(time.Millisecond))}
+	implied := ceiling.Recommend(simulated.Points, slo, ceiling.DefaultKneeShare)
+	require.Equal(t, prof.MaxNumSeqs, implied.MaxConcurrency, "the model's own answer: max_num_seqs, as the rig's requests all fit the KV pool")
+
+	res, rep := runCalibration(t, rg, slo)
+	got := rep.Calibration.Recommendation
+	t.Logf("simulated: %+v; measured: %+v; curve: %+v", implied, got, rep.Calibration.Points)
+	assert.InDelta(t, implied.MaxConcurrency, got.MaxConcurrency, 1, "within one step of the engine model's ceiling")
+	assert.Equal(t, qualification.VerdictPass, res.Verdict.Result, "%v", res.Verdict.Reasons)
+	for _, f := range []string{"calibration/curve.json", "plots/calibration-latency-throughput.png", "raw/calibration-1.jsonl",
+		"phases/5-calibration.md", "phases/6-restoration.json", "phases/7-gate.json"} {
+		assert.FileExists(t, filepath.Join(res.Dir, f))
+	}
+	assert.Contains(t, rep.Note, "Nothing was changed")
+}
+
+// An SLO the member cannot meet ends the sweep at its first step, with no recommendation; the
+// phase still passes (the finding is the result) and the run's verdict is untouched.
+func TestCalibrationStopsWhenTheSLOBreaks(t *testing.T) {
+	prof := calibrationProfile()
+	rg := startRig(t, rigOptions{profile: &prof})
+	res, rep := runCalibration(t, rg, ceiling.SLO{TTFT: time.Microsecond})
+	c := rep.Calibration
+	require.Len(t, c.Points, 1, "stopped at the first step")
+	assert.Equal(t, 1, c.BrokenAt)
+	assert.Zero(t, c.Recommendation.MaxConcurrency)
+	assert.Equal(t, ceiling.ReasonNoSLO, c.Recommendation.Reason)
+	assert.Equal(t, qualification.VerdictPass, res.Verdict.Result, "%v", res.Verdict.Reasons)
+}
+
+// runCalibration runs the rig's qualification with a calibration of member m0 under slo and
+// returns the run and its calibration phase, which must have passed.
+func runCalibration(t *testing.T, rg *rig, slo ceiling.SLO) (*qualification.Result, *qualification.PhaseReport) {
+	t.Helper()
+	cal := fmt.Sprintf("  calibration: {member: m0, max_concurrency: %d, window: %s, max_step_duration: 3s, ttft_p99: %s}\n",
+		rigCalBound, rigCalWindow, slo.TTFT)
+	p, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, cal)))
+	require.NoError(t, err)
+	a, err := p.Approve(true, rigApproval)
+	require.NoError(t, err)
+	res, err := qualification.Run(t.Context(), p, a, qualification.Options{Secrets: rigSecrets()})
+	require.NoError(t, err)
+	for i := range res.Phases {
+		if rep := &res.Phases[i]; rep.Phase == qualification.PhaseCalibration {
+			require.Equal(t, qualification.StatusPassed, rep.Status, "%+v", rep.Checks)
+			require.NotNil(t, rep.Calibration)
+			return res, rep
+		}
+	}
+	require.FailNow(t, "the planned calibration phase did not run")
+	return nil, nil
+}
