@@ -91,7 +91,7 @@ func (c *Calibration) validate(p *Plan) error {
 		return invalidf(path+".max_concurrency", "is required: the sweep's bound, 1 to %d", min(ident.MaxCeiling, scenarios.MaxClients))
 	case c.Step < 1 || c.Step > c.MaxConcurrency:
 		return invalid(path+".step", "must be from 1 to max_concurrency")
-	case len(c.Steps()) > maxCalibrationSteps:
+	case ceiling.StepCount(c.Step, c.MaxConcurrency) > maxCalibrationSteps:
 		return invalidf(path+".step", "the sweep may have at most %d steps: raise the step", maxCalibrationSteps)
 	case c.Window < minCalibrationWindow || c.Window > maxCalibrationWindow:
 		return invalid(path+".window", "must be from 10ms to 10m")

@@ -167,3 +167,19 @@ func Steps(step, bound int) []int {
 	}
 	return out
 }
+
+// StepCount is len(Steps(step, bound)) without building the list, for bounding a sweep an outside
+// file asks for.
+func StepCount(step, bound int) int {
+	switch {
+	case step < 1 || bound < 1:
+		return 0
+	case bound == 1:
+		return 1
+	}
+	between := (bound - 1) / step // multiples of step below bound
+	if step == 1 {
+		between-- // 1 itself is listed once
+	}
+	return 2 + between
+}

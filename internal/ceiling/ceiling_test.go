@@ -134,6 +134,12 @@ func TestSteps(t *testing.T) {
 		{1, 0, nil},
 	} {
 		assert.Equal(t, tc.want, Steps(tc.step, tc.bound), "step %d bound %d", tc.step, tc.bound)
+		assert.Equal(t, len(tc.want), StepCount(tc.step, tc.bound), "step %d bound %d", tc.step, tc.bound)
+	}
+	for step := 1; step <= 12; step++ {
+		for bound := 1; bound <= 40; bound++ {
+			assert.Equal(t, len(Steps(step, bound)), StepCount(step, bound), "step %d bound %d", step, bound)
+		}
 	}
 }
 
