@@ -53,7 +53,7 @@ func (t *Target) Info() TargetInfo {
 type Live struct {
 	Sent, Done, Failed, InFlight atomic.Int64
 	// Tokens counts output tokens as they arrive: each content chunk of a stream, and an ordinary
-	// answer's output tokens when it ends (anvil-qualify's calibration windows read it).
+	// answer's output tokens when it ends, warm-up included (anvil-qualify's calibration windows read it).
 	Tokens atomic.Int64
 	// OnAllUnauthorized, when set, is called once, as soon as the run's first EarlyAnswers answers
 	// (warm-up included) have all been 401 Unauthorized, or at its end when it had fewer answers,
