@@ -17,17 +17,21 @@ import (
 
 // calibrationProfile is the tiny profile with 2 ms steps and 4 sequences: a knee sharp enough
 // (three slots give 75% of four's throughput) that a loaded machine's real-time noise cannot move
-// it by more than the one step the test allows, and steps long against a scheduler's hiccups.
+// it by more than the one step the test allows.
 func calibrationProfile() engine.Profile {
 	p := engine.TinyProfile()
 	p.Name, p.StepBase, p.MaxNumSeqs = "tiny-calibration", 2*time.Millisecond, 4
 	return p
 }
 
-// Calibration sweep bounds of the rig: windows of about a hundred tokens at concurrency 1.
+// Calibration sweep bounds of the rig: windows of about a hundred tokens at concurrency 1, and
+// answers of about 128 tokens, long against the client's turnaround between two requests (which a
+// loaded machine stretches: below the knee each slot idles for it, above it the engine's queue
+// hides it, so a short answer pushes the measured knee up).
 const (
-	rigCalBound  = 6
-	rigCalWindow = 250 * time.Millisecond
+	rigCalBound   = 6
+	rigCalWindow  = 250 * time.Millisecond
+	rigCalOutputs = "{dist: uniform, min: 96, max: 160}"
 )
 
 // The calibration phase against real fake-vLLM members recommends the ceiling the engine model
@@ -38,7 +42,7 @@ const (
 func TestCalibrationRecommendsTheEngineCeiling(t *testing.T) {
 	prof := calibrationProfile()
 	rg := startRig(t, rigOptions{profile: &prof})
-	base, err := qualification.Parse([]byte(rg.qualYAML(t, t.TempDir(), rigFailure)))
+	base, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, qualExtra{outputTokens: rigCalOutputs})))
 	require.NoError(t, err)
 	simulated, err := calibrate.Run(calibrate.Options{Profile: prof, Workload: base.Workload, Seed: base.Seed,
 		Ceilings: ceiling.Steps(1, rigCalBound), Window: rigCalWindow, MaxWindows: 20})
@@ -80,7 +84,7 @@ func runCalibration(t *testing.T, rg *rig, slo ceiling.SLO) (*qualification.Resu
 	t.Helper()
 	cal := fmt.Sprintf("  calibration: {member: m0, max_concurrency: %d, window: %s, max_step_duration: 3s, ttft_p99: %s}\n",
 		rigCalBound, rigCalWindow, slo.TTFT)
-	p, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, cal)))
+	p, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, qualExtra{phases: cal, outputTokens: rigCalOutputs})))
 	require.NoError(t, err)
 	a, err := p.Approve(true, rigApproval)
 	require.NoError(t, err)

@@ -127,12 +127,21 @@ const rigFailure = "{member: m1, duration: 10m, hold: 200ms, drain_wait: 10m}"
 // (gate_test covers the latency checks).
 func (rg *rig) qualYAML(t *testing.T, output, failure string) string {
 	t.Helper()
-	return rg.qualYAMLWith(t, output, failure, "")
+	return rg.qualYAMLWith(t, output, failure, qualExtra{})
 }
 
-// qualYAMLWith is qualYAML with more phases keys (indented under phases:), such as a calibration.
-func (rg *rig) qualYAMLWith(t *testing.T, output, failure, phases string) string {
+// qualExtra varies qualYAML: more phases keys (indented under phases:), such as a calibration, and
+// another output length distribution (a flow mapping).
+type qualExtra struct {
+	phases, outputTokens string
+}
+
+// qualYAMLWith is qualYAML varied by x.
+func (rg *rig) qualYAMLWith(t *testing.T, output, failure string, x qualExtra) string {
 	t.Helper()
+	if x.outputTokens == "" {
+		x.outputTokens = "{dist: uniform, min: 16, max: 48}"
+	}
 	body := fmt.Sprintf(`qualification: rig
 output: %s
 seed: 5
@@ -155,7 +164,7 @@ tier:
 workload:
   closed: {clients: 4}
   prompt_tokens: {dist: constant, value: 16}
-  output_tokens: {dist: uniform, min: 16, max: 48}
+  output_tokens: %s
   streaming: 0.7
 phases:
   matched: {requests: 40, warmup: 4}
@@ -165,7 +174,7 @@ phases:
   restore_timeout: 10m
 slo:
   min_success: 0.99
-`, output, rg.url, rigTier, rigModel, fakevllm.VLLMVersion, rg.members[0].URL(), rg.members[1].URL(), failure, phases)
+`, output, rg.url, rigTier, rigModel, fakevllm.VLLMVersion, rg.members[0].URL(), rg.members[1].URL(), x.outputTokens, failure, x.phases)
 	p, err := qualification.Parse([]byte(body))
 	require.NoError(t, err)
 	d, err := qualification.Digest(rigApproval, p.Fingerprint())
