@@ -52,7 +52,7 @@ func TestCalibrationRecommendsTheEngineCeiling(t *testing.T) {
 	implied := ceiling.Recommend(simulated.Points, slo, ceiling.DefaultKneeShare)
 	require.Equal(t, prof.MaxNumSeqs, implied.MaxConcurrency, "the model's own answer: max_num_seqs, as the rig's requests all fit the KV pool")
 
-	res, rep := runCalibration(t, rg, slo)
+	res, rep := runCalibration(t, rg, slo, rigCalOutputs)
 	got := rep.Calibration.Recommendation
 	t.Logf("simulated: %+v; measured: %+v; curve: %+v", implied, got, rep.Calibration.Points)
 	assert.InDelta(t, implied.MaxConcurrency, got.MaxConcurrency, 1, "within one step of the engine model's ceiling")
@@ -69,7 +69,7 @@ func TestCalibrationRecommendsTheEngineCeiling(t *testing.T) {
 func TestCalibrationStopsWhenTheSLOBreaks(t *testing.T) {
 	prof := calibrationProfile()
 	rg := startRig(t, rigOptions{profile: &prof})
-	res, rep := runCalibration(t, rg, ceiling.SLO{TTFT: time.Microsecond})
+	res, rep := runCalibration(t, rg, ceiling.SLO{TTFT: time.Microsecond}, "") // the rig's short answers: one step is all it sends
 	c := rep.Calibration
 	require.Len(t, c.Points, 1, "stopped at the first step")
 	assert.Equal(t, 1, c.BrokenAt)
@@ -78,13 +78,14 @@ func TestCalibrationStopsWhenTheSLOBreaks(t *testing.T) {
 	assert.Equal(t, qualification.VerdictPass, res.Verdict.Result, "%v", res.Verdict.Reasons)
 }
 
-// runCalibration runs the rig's qualification with a calibration of member m0 under slo and
-// returns the run and its calibration phase, which must have passed.
-func runCalibration(t *testing.T, rg *rig, slo ceiling.SLO) (*qualification.Result, *qualification.PhaseReport) {
+// runCalibration runs the rig's qualification with a calibration of member m0 under slo, the
+// workload's answers drawn from outputs ("" for the rig's), and returns the run and its calibration
+// phase, which must have passed.
+func runCalibration(t *testing.T, rg *rig, slo ceiling.SLO, outputs string) (*qualification.Result, *qualification.PhaseReport) {
 	t.Helper()
 	cal := fmt.Sprintf("  calibration: {member: m0, max_concurrency: %d, window: %s, max_step_duration: 3s, ttft_p99: %s}\n",
 		rigCalBound, rigCalWindow, slo.TTFT)
-	p, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, qualExtra{phases: cal, outputTokens: rigCalOutputs})))
+	p, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, qualExtra{phases: cal, outputTokens: outputs})))
 	require.NoError(t, err)
 	a, err := p.Approve(true, rigApproval)
 	require.NoError(t, err)
