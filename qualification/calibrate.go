@@ -95,8 +95,11 @@ func (r *runner) calibrationStep(ctx context.Context, rep *PhaseReport, c *Calib
 	}
 	h := bench.Header(&bp, []bench.TargetInfo{withStop(o.res)})
 	r.recordFunc(rep, fmt.Sprintf("raw/calibration-%d.jsonl", n), func(wr io.Writer) error { return bench.WriteRaw(wr, h, o.res.Records) })
-	if ctx.Err() != nil || len(w.marks) < 3 {
-		rep.check(fmt.Sprintf("concurrency %d measured", n), ctx.Err() != nil, "the step ended after %d of at least 3 windows", len(w.marks))
+	if ctx.Err() != nil {
+		return ceiling.Point{}, false // interrupted: Run records the phase so
+	}
+	if len(w.marks) < 3 {
+		rep.check(fmt.Sprintf("concurrency %d measured", n), false, "the step ended after %d of at least 3 windows (stopped: %s)", len(w.marks), dash(o.res.Stopped))
 		return ceiling.Point{}, false
 	}
 	k := len(w.marks)

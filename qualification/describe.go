@@ -76,6 +76,9 @@ func (p *Plan) Describe(w io.Writer, avail map[string]string) error {
 		fmt.Fprintf(&b, "%d. **%s**: %s\n", i, s.name, s.what)
 	}
 	b.WriteString("\nArtifacts: plan.json and plan.md, phases/N-NAME.json and .md, raw/*.jsonl (anvil-bench raw records: `anvil-bench report` rebuilds any report), router/*-before.json and *-after.json, plots/*.png, verdict.json, promotion-request.json and .md, and manifest.json with the SHA-256 of every file (`anvil-qualify verify DIR`).\n")
+	if p.Phases.Calibration != nil {
+		b.WriteString("The calibration adds calibration/curve.json (the curve and the recommended max_concurrency), raw/calibration-N.jsonl per step and plots/calibration-latency-throughput.png.\n")
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }
