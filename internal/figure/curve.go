@@ -34,11 +34,13 @@ func Calibration(name, title string, points []ceiling.Point, recommended int) (F
 		{"ITL p99", func(q ceiling.Point) float64 { return q.ITLP99 }, 1, 0},
 		{"ITL p50", func(q ceiling.Point) float64 { return q.ITLP50 }, 1, 1},
 	}
+	lines := 0
 	for _, s := range series {
 		xys := curvePoints(points, s.y)
 		if len(xys) == 0 {
 			continue
 		}
+		lines++
 		line, marks, err := plotter.NewLinePoints(xys)
 		if err != nil {
 			return Figure{}, fmt.Errorf("calibration plot: %w", err)
@@ -46,6 +48,13 @@ func Calibration(name, title string, points []ceiling.Point, recommended int) (F
 		line.Color, line.Dashes, marks.Color = plotutil.Color(s.color), plotutil.Dashes(s.dashes), plotutil.Color(s.color)
 		p.Add(line, marks)
 		p.Legend.Add(s.legend, line, marks)
+	}
+	if lines == 0 {
+		// Nothing above zero to put on a log axis (gonum panics drawing an empty one): an empty,
+		// linear frame, as an empty CDF is.
+		p.Y.Scale, p.Y.Tick.Marker = plot.LinearScale{}, plot.DefaultTicks{}
+		p.Y.Min, p.Y.Max = 0, 1
+		return Figure{Name: name, Plot: p}, nil
 	}
 	if err := addCeilingLabels(p, points, recommended); err != nil {
 		return Figure{}, err
