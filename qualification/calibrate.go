@@ -43,6 +43,9 @@ func (r *runner) calibration(ctx context.Context, rep *PhaseReport) {
 		r.progress("phase calibration: concurrency %d: %.1f tokens/s, TTFT p99 %.2f ms, ITL p99 %.2f ms", n, pt.Throughput, pt.TTFTP99, pt.ITLP99)
 		res.Points = append(res.Points, pt)
 		failed += pt.Failed
+		if pt.Failed > 0 {
+			break // a member that fails requests is not loaded further; the phase fails below
+		}
 		if !c.SLO.Met(pt) {
 			res.BrokenAt = n
 			break

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/anvil-llm/anvil/engine"
+	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/internal/ceiling"
 	"github.com/anvil-llm/anvil/qualification"
 	"github.com/anvil-llm/anvil/sim/calibrate"
@@ -83,21 +84,47 @@ func TestCalibrationStopsWhenTheSLOBreaks(t *testing.T) {
 // phase, which must have passed.
 func runCalibration(t *testing.T, rg *rig, slo ceiling.SLO, outputs string) (*qualification.Result, *qualification.PhaseReport) {
 	t.Helper()
+	res, rep := runCalibrationWith(t, rg, slo, outputs, nil)
+	require.Equal(t, qualification.StatusPassed, rep.Status, "%+v", rep.Checks)
+	return res, rep
+}
+
+// runCalibrationWith is runCalibration with an observer and without the passing requirement.
+func runCalibrationWith(t *testing.T, rg *rig, slo ceiling.SLO, outputs string, observe func(qualification.Event)) (*qualification.Result, *qualification.PhaseReport) {
+	t.Helper()
 	cal := fmt.Sprintf("  calibration: {member: m0, max_concurrency: %d, window: %s, max_step_duration: 3s, ttft_p99: %s}\n",
 		rigCalBound, rigCalWindow, slo.TTFT)
 	p, err := qualification.Parse([]byte(rg.qualYAMLWith(t, t.TempDir(), rigFailure, qualExtra{phases: cal, outputTokens: outputs})))
 	require.NoError(t, err)
 	a, err := p.Approve(true, rigApproval)
 	require.NoError(t, err)
-	res, err := qualification.Run(t.Context(), p, a, qualification.Options{Secrets: rigSecrets()})
-	require.NoError(t, err)
+	res, err := qualification.Run(t.Context(), p, a, qualification.Options{Secrets: rigSecrets(), Observe: observe})
+	require.NoError(t, err, "every artifact was written")
 	for i := range res.Phases {
 		if rep := &res.Phases[i]; rep.Phase == qualification.PhaseCalibration {
-			require.Equal(t, qualification.StatusPassed, rep.Status, "%+v", rep.Checks)
 			require.NotNil(t, rep.Calibration)
 			return res, rep
 		}
 	}
 	require.FailNow(t, "the planned calibration phase did not run")
 	return nil, nil
+}
+
+// A member that fails every request during the sweep: the sweep stops at its first step, the
+// phase fails (and with it the verdict), the plot of a curve with no latency is still written, and
+// restoration runs as ever.
+func TestCalibrationStopsAtAFailingMember(t *testing.T) {
+	prof := calibrationProfile()
+	rg := startRig(t, rigOptions{profile: &prof})
+	res, rep := runCalibrationWith(t, rg, ceiling.SLO{TTFT: time.Second}, "", func(e qualification.Event) {
+		if e.Phase == qualification.PhaseCalibration && e.Step == qualification.StepStart {
+			require.NoError(t, rg.members[0].Server().SetFaults(fakevllm.Faults{HTTPErrors: []fakevllm.HTTPErrorFault{{Status: 500, Rate: 1}}}))
+		}
+	})
+	assert.Equal(t, qualification.StatusFailed, rep.Status)
+	require.Len(t, rep.Calibration.Points, 1, "no further step against a failing member")
+	assert.Positive(t, rep.Calibration.Points[0].Failed)
+	assert.Equal(t, qualification.VerdictFail, res.Verdict.Result)
+	assert.True(t, res.Verdict.Restored)
+	assert.FileExists(t, filepath.Join(res.Dir, "plots/calibration-latency-throughput.png"))
 }

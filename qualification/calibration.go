@@ -136,7 +136,7 @@ func calibrationText(p *Plan, c *Calibration) string {
 	}
 	return fmt.Sprintf("Sends a closed loop directly to member `%s` (model `%s`, every request streamed, no think time), its concurrency stepped over %d values from 1 to %d (step %d). "+
 		"Each step is held in windows of %s until two consecutive windows after the first (warm-up) one differ by less than %g of the larger one's output-token throughput, at most %s; "+
-		"the sweep stops at the first step whose TTFT or ITL p99 breaks the SLO (%s). Records the curve (calibration/curve.json, plots/calibration-latency-throughput.png, raw/calibration-N.jsonl) "+
+		"the sweep stops at the first step whose TTFT or ITL p99 breaks the SLO (%s), or in which a request failed. Records the curve (calibration/curve.json, plots/calibration-latency-throughput.png, raw/calibration-N.jsonl) "+
 		"and recommends the smaller of the knee (smallest concurrency reaching %g of the best throughput) and the largest concurrency meeting the SLO. Changes no configuration.",
 		c.Member, p.Tier.ServedModel, len(steps), c.MaxConcurrency, c.Step, c.Window, c.Tolerance, c.MaxStepDuration, slo, c.KneeShare)
 }
