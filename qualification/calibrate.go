@@ -27,8 +27,8 @@ type CalibrationResult struct {
 
 // calibration sweeps one member's concurrency from 1 up to the bound, directly (the served model's
 // name, the member's own token), each step held until two consecutive windows agree, and stops at
-// the first step whose TTFT or ITL p99 breaks the SLO. It changes no configuration: the
-// recommendation is written in the report for an operator to apply.
+// the first step whose TTFT or ITL p99 breaks the SLO or whose requests failed. It changes no
+// configuration: the recommendation is written in the report for an operator to apply.
 func (r *runner) calibration(ctx context.Context, rep *PhaseReport) {
 	c := r.p.Phases.Calibration
 	t := r.memberTarget(c.Member)
