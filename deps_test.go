@@ -36,7 +36,7 @@ const modulePath = "github.com/anvil-llm/anvil"
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
 var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event",
-	"sim/policy", "internal/jsonscan", "internal/sse", "internal/wav"}
+	"sim/policy", "internal/jsonscan", "internal/sse", "internal/wav", "internal/ceiling"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
@@ -44,17 +44,17 @@ var pure = []string{"router/ident", "router/scheduler", "router/health", "engine
 // and the capacity views project what they are handed (a scrape's goroutine is the caller's); the
 // walk (routing) takes time as values and locks its passive-health shell, and the request parser
 // formats its key errors.
-var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request"}
+var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request", "sim/calibrate"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its request parser and cores, and the simulator that drives them.
-var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event", "sim/policy"}
+var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event", "sim/policy", "sim/calibrate"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
 // the router's wire models it reads answers into (the readiness rule, the decision summary). Never
 // admission, routing, the server, the simulator or the fake.
-var qualificationMay = []string{"bench", "internal/figure", "internal/jsonscan", "internal/sse", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
+var qualificationMay = []string{"bench", "internal/figure", "internal/ceiling", "internal/jsonscan", "internal/sse", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
 	"router/decisionlog", "router/scheduler", "engine", "engine/profile"}
 
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its

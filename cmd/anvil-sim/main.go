@@ -52,5 +52,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRun(), newCheck(), newCompare(), newConfig(), newMembers(), newReplay(), newList())
+	root.AddCommand(newCalibrate())
 	return root
 }
