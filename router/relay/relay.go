@@ -249,20 +249,24 @@ func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Re
 		}
 		contentType = up.ContentType
 	}
+	// Every value shares one backing array (one allocation, not one a header); each header's slice is
+	// capped at its one value, so an append by anyone reallocates instead of writing into the next.
+	vals := &[6]string{contentType, accept, "identity", "anvil-router", up.RequestID}
 	h := req.Header
-	h["Content-Type"] = []string{contentType}
-	h["Accept"] = []string{accept}
+	h["Content-Type"] = vals[0:1:1]
+	h["Accept"] = vals[1:2:2]
 	// Explicit identity keeps SSE bytes unbuffered by a decompressor and disables transparent gzip.
-	h["Accept-Encoding"] = []string{"identity"}
-	h["User-Agent"] = []string{"anvil-router"}
+	h["Accept-Encoding"] = vals[2:3:3]
+	h["User-Agent"] = vals[3:4:4]
 	if up.RequestID != "" && validHeaderValue(up.RequestID) {
-		h["X-Request-Id"] = []string{up.RequestID}
+		h["X-Request-Id"] = vals[4:5:5]
 	}
 	if up.APIKey != "" {
 		if !validAPIKey(up.APIKey) {
 			return nil, errBadAPIKey
 		}
-		h["Authorization"] = []string{"Bearer " + up.APIKey}
+		vals[5] = "Bearer " + up.APIKey
+		h["Authorization"] = vals[5:6:6]
 	}
 	return r.roundTrip(req)
 }
