@@ -130,6 +130,9 @@ func (d *differ) settings(o, n Config) {
 	d.dur("readiness.interval", o.readiness.Interval, n.readiness.Interval)
 	d.dur("readiness.timeout", o.readiness.Timeout, n.readiness.Timeout)
 	d.opaque("metrics.listen", o.metrics.Listen, n.metrics.Listen)
+	d.ceiling("runtime.gc_percent", int64(o.runtime.GCPercent), int64(n.runtime.GCPercent))
+	d.ceiling("runtime.memory_limit_bytes", o.runtime.MemoryLimitBytes, n.runtime.MemoryLimitBytes)
+	d.num("runtime.memory_limit_percent", int64(o.runtime.MemoryLimitPercent), int64(n.runtime.MemoryLimitPercent))
 }
 
 // auth names credential changes by the key that supplies them; the file a credential came from is a

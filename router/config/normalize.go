@@ -23,6 +23,7 @@ type normConfig struct {
 	IntentFile    string          `yaml:"intent_file,omitempty"`
 	Readiness     normReadiness   `yaml:"readiness"`
 	Metrics       *normMetrics    `yaml:"metrics,omitempty"`
+	Runtime       normRuntime     `yaml:"runtime"`
 	Aliases       []normAlias     `yaml:"aliases"`
 	Tiers         []normTier      `yaml:"tiers"`
 }
@@ -83,6 +84,12 @@ type normReadiness struct {
 
 type normMetrics struct {
 	Listen string `yaml:"listen"`
+}
+
+type normRuntime struct {
+	GCPercent          int   `yaml:"gc_percent,omitempty"`
+	MemoryLimitBytes   int64 `yaml:"memory_limit_bytes,omitempty"`
+	MemoryLimitPercent int   `yaml:"memory_limit_percent"`
 }
 
 type normAlias struct {
@@ -189,6 +196,8 @@ func (c Config) norm() normConfig {
 	if c.metrics.Listen != "" {
 		n.Metrics = &normMetrics{Listen: c.metrics.Listen}
 	}
+	n.Runtime = normRuntime{GCPercent: c.runtime.GCPercent, MemoryLimitBytes: c.runtime.MemoryLimitBytes,
+		MemoryLimitPercent: c.runtime.MemoryLimitPercent}
 	for i, t := range c.auth.callerTokens {
 		n.Auth.CallerTokens[i] = t.redacted()
 	}
