@@ -36,7 +36,7 @@ const modulePath = "github.com/anvil-llm/anvil"
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
 var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event",
-	"sim/policy", "internal/jsonscan", "internal/sse", "internal/wav", "internal/ceiling"}
+	"sim/policy", "internal/jsonscan", "internal/sse", "internal/wav", "internal/ceiling", "internal/gctune"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
@@ -652,6 +652,7 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			`import "github.com/stretchr/testify/assert"; var _ = assert.True`, "internal/jsonscan depends on github.com/stretchr/testify"},
 		{"I/O in the SSE reader", "internal/sse", `import "os"; var _ = os.Stdin`, "internal/sse depends on os: pure packages do no I/O"},
 		{"clock in the WAV writer", "internal/wav", `import "time"; func planted() time.Time { return time.Now() }`, "uses time.Now"},
+		{"I/O in the collector's plan", "internal/gctune", `import "os"; var _ = os.ReadFile`, "internal/gctune depends on os: pure packages do no I/O"},
 		{"goroutine in the walk", "router/routing", `func planted() { go func() {}() }`, "starts a goroutine"},
 		{"printing in the request parser", "router/request", `import "fmt"; func planted() { fmt.Println("x") }`, "uses fmt.Println"},
 		{"net/http in the request parser", "router/request", `import "net/http"; var _ = http.MethodPost`, "router/request depends on net/http"},

@@ -16,14 +16,24 @@
 #                                     member directly, a direct tier of a router built from HEAD with
 #                                     bench/hoptrace/router.patch (timestamps at each hop, on stderr)
 #                                     and the bare proxy; bench/hoptrace joins both sides on one clock.
-#   bench/router-cost.sh profile      the throughput load (16 clients) against a router process under
-#                                     the CPU and then the allocation profiler (go tool pprof FILE).
+#   bench/router-cost.sh profile      the throughput load (16 clients; PROFILE_MODES, default "ordinary
+#                                     stream", may add responses) against a router process under the CPU
+#                                     and then the allocation profiler (go tool pprof FILE).
+#   bench/router-cost.sh gc           the garbage collector's share: the 16-client loads (ordinary,
+#                                     streamed, Responses) against each router of ROUTERS under each
+#                                     setting of GC_ENV, with GODEBUG=gctrace=1; per load, the collections
+#                                     per 1,000 requests, the trace's GC cpu times over the router process's
+#                                     CPU (/proc/PID/stat; the trace counts time on a P, so a loaded machine
+#                                     inflates it: the profile's share is the sturdier one), and the
+#                                     process's CPU per request.
 #
 # Environment:
 #   ROUTERS   space-separated LABEL=BINARY anvil-router builds to measure side by side (default: the
 #             tree's build as "router"), e.g. ROUTERS="before=/tmp/before/anvil-router after=bin/anvil-router"
 #   ROUNDS    rounds (default 5 for throughput, 2 for latency)
 #   REQUESTS  measured requests per throughput run (default 6000); LATENCY_REQUESTS per latency run (300)
+#   GC_ENV    gc mode: space-separated environment settings each router runs under, "-" for none
+#             (default "-"), e.g. GC_ENV="GOGC=100 GOGC=400 -"
 #   CLIENTS   closed-loop sizes (default "16 64"); MODES ("ordinary stream")
 #   BENCH_RESULTS  output directory (default bench/results/router-cost)
 #
@@ -290,12 +300,13 @@ profile() {
 		exec 9>"$work/prof-$kind.in"
 		local u
 		u="http://$(wait_for "$work/prof-$kind.out" 's/^ADDR //p')"
-		for mode in ordinary stream; do
-			local streaming=0
-			[ "$mode" = stream ] && streaming=1
+		for mode in ${PROFILE_MODES:-ordinary stream}; do
+			local flags=(--streaming 1 --endpoint chat)
+			[ "$mode" = ordinary ] && flags=(--streaming 0 --endpoint chat)
+			[ "$mode" = responses ] && flags=(--streaming 1 --endpoint responses)
 			"$work/anvil-bench" run --url "$u" --model chat --token-file "$work/token" --clients 16 \
 				--requests "${REQUESTS:-20000}" --warmup 64 --prompt-tokens 64 --output-tokens 16 \
-				--streaming "$streaming" --no-progress >/dev/null
+				"${flags[@]}" --no-progress >/dev/null
 		done
 		exec 9>&-
 		wait "$pid" || true
@@ -304,10 +315,69 @@ profile() {
 	echo "profiles: go tool pprof -top $out/server.test $out/router-cpu.prof (and router-mem.prof, -sample_index=alloc_space)"
 }
 
+# cpu_ticks PID: the process's user and system CPU so far, in clock ticks (/proc/PID/stat fields 14, 15).
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
+# gc_cpu_ms FILE FROM: the sum of the cpu times of the gctrace lines in FILE after line FROM, and their count.
+gc_cpu_ms() {
+	tail -n +"$(($2 + 1))" "$1" | awk '/^gc [0-9]+ @/ {
+		for (i = 1; i <= NF; i++) if ($(i + 1) == "ms" && $(i + 2) == "cpu,") {
+			n = split($i, p, /[+\/]/); for (k = 1; k <= n; k++) ms += p[k]
+		}
+		count++
+	} END { printf "%.1f %d\n", ms, count }'
+}
+
+gc() {
+	start_members 2 zero
+	local hz requests=${REQUESTS:-6000}
+	hz=$(getconf CLK_TCK)
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee "$out/gc.txt"
+	printf '%-24s %-14s %-10s %8s %10s %9s %12s\n' router env load 'req/s' 'GCs/1000' 'trace GC%' 'CPU µs/req' | tee -a "$out/gc.txt"
+	for r in $routers; do
+		local label=${r%%=*} bin=${r#*=}
+		for setting in ${GC_ENV:--}; do
+			local envs=(GODEBUG=gctrace=1)
+			[ "$setting" != - ] && envs+=("$setting")
+			router_yaml round_robin >"$work/gc.yaml"
+			env "${envs[@]}" "$bin" serve --config "$work/gc.yaml" >"$work/gc.out" 2>"$work/gc.err" &
+			local pid=$!
+			pids+=("$pid")
+			local u
+			u="http://$(wait_for "$work/gc.err" 's/.*msg=serving addr=\([^ ]*\).*/\1/p')"
+			for mode in ordinary stream responses; do
+				local flags=(--streaming 1 --endpoint chat)
+				[ "$mode" = ordinary ] && flags=(--streaming 0 --endpoint chat)
+				[ "$mode" = responses ] && flags=(--streaming 1 --endpoint responses)
+				"$work/anvil-bench" run --url "$u" --model chat --token-file "$work/token" --clients 16 \
+					--requests 200 --prompt-tokens 64 --output-tokens 16 "${flags[@]}" --no-progress >/dev/null
+				local from t0 t1 tp gcs
+				from=$(wc -l <"$work/gc.err")
+				t0=$(cpu_ticks "$pid")
+				"$work/anvil-bench" run --url "$u" --model chat --token-file "$work/token" --clients 16 \
+					--requests "$requests" --prompt-tokens 64 --output-tokens 16 "${flags[@]}" --no-progress \
+					--json "$out/gc-$label-$setting-$mode.json" >/dev/null
+				t1=$(cpu_ticks "$pid")
+				tp=$(jq -r '.request_throughput' "$out/gc-$label-$setting-$mode.json")
+				read -r gcms gcs < <(gc_cpu_ms "$work/gc.err" "$from")
+				awk -v l="$label" -v e="$setting" -v m="$mode" -v tp="$tp" -v gms="$gcms" -v n="$gcs" \
+					-v cpu="$(((t1 - t0)))" -v hz="$hz" -v req="$requests" 'BEGIN {
+					ms = cpu * 1000 / hz
+					printf "%-24s %-14s %-10s %8.0f %10.1f %8.1f%% %12.0f\n", l, e, m, tp, n * 1000 / req, 100 * gms / ms, ms * 1000 / req }' |
+					tee -a "$out/gc.txt"
+			done
+			kill "$pid"
+			wait "$pid" 2>/dev/null || true
+		done
+	done
+	echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/gc.txt"
+}
+
 case "$what" in
 throughput) throughput ;;
+gc) gc ;;
 latency) latency ;;
 profile) profile ;;
 hops) hops ;;
-*) echo "usage: bench/router-cost.sh throughput|latency|hops|profile" >&2; exit 2 ;;
+*) echo "usage: bench/router-cost.sh throughput|latency|hops|profile|gc" >&2; exit 2 ;;
 esac

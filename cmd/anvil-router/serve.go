@@ -99,6 +99,7 @@ func serveConfig(ctx context.Context, f serveFlags) error {
 	logOut := logwriter.New(os.Stderr, 0) // log lines leave the request path; Close writes the rest
 	defer logOut.Close()
 	log := newLogger(logOut, cfg.Log())
+	server.ApplyRuntime(cfg.Runtime(), log) // the collector's settings, logged; GOGC and GOMEMLIMIT win
 	// The sockets systemd holds (socket activation) come first, so a restart refuses no connection.
 	lns, err := listen.Open(ctx, listen.Addrs{API: cfg.Listen(), Metrics: cfg.Metrics().Listen})
 	if errors.Is(err, listen.ErrActivation) {

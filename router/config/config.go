@@ -43,6 +43,7 @@ type Config struct {
 	readiness     Readiness
 	metrics       Metrics
 	tracing       Tracing
+	runtime       Runtime
 	aliases       []Alias
 	tiers         []Tier
 	tierIndex     map[string]int // tier ID -> index in tiers
@@ -141,6 +142,14 @@ type Metrics struct {
 	// Listen is a second address (host:port) serving GET /metrics alone, without a token, for a
 	// private interface; "" serves /metrics only on the main listener, behind the admin token.
 	Listen string
+}
+
+// Runtime is the garbage collector's settings, applied once at start-up (internal/gctune decides
+// with the environment, which wins, and the container's memory limit).
+type Runtime struct {
+	GCPercent          int   // the GC percentage (GOGC); 0: internal/gctune's default
+	MemoryLimitBytes   int64 // the soft memory limit (GOMEMLIMIT); 0: derived from the container's limit
+	MemoryLimitPercent int   // the share of the container's memory limit taken as the soft limit
 }
 
 // Alias maps one caller-visible model name to one tier.
@@ -305,6 +314,9 @@ func (c Config) Readiness() Readiness { return c.readiness }
 
 // Metrics says where /metrics is served besides the main listener.
 func (c Config) Metrics() Metrics { return c.metrics }
+
+// Runtime is the garbage collector's settings.
+func (c Config) Runtime() Runtime { return c.runtime }
 
 // Aliases lists every alias in file order (a fresh copy).
 func (c Config) Aliases() []Alias { return append([]Alias(nil), c.aliases...) }

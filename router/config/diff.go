@@ -132,6 +132,9 @@ func (d *differ) settings(o, n Config) {
 	d.dur("readiness.timeout", o.readiness.Timeout, n.readiness.Timeout)
 	d.opaque("metrics.listen", o.metrics.Listen, n.metrics.Listen)
 	d.tracing(o.tracing, n.tracing)
+	d.ceiling("runtime.gc_percent", int64(o.runtime.GCPercent), int64(n.runtime.GCPercent))
+	d.ceiling("runtime.memory_limit_bytes", o.runtime.MemoryLimitBytes, n.runtime.MemoryLimitBytes)
+	d.num("runtime.memory_limit_percent", int64(o.runtime.MemoryLimitPercent), int64(n.runtime.MemoryLimitPercent))
 }
 
 // tracing names the tracing settings that changed; the endpoint is opaque, like every address.

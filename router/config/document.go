@@ -22,6 +22,7 @@ type Document struct {
 	Readiness     *ReadinessDoc   `mapstructure:"readiness" yaml:"readiness,omitempty"`
 	Metrics       *MetricsDoc     `mapstructure:"metrics" yaml:"metrics,omitempty"`
 	Tracing       *TracingDoc     `mapstructure:"tracing" yaml:"tracing,omitempty"`
+	Runtime       *RuntimeDoc     `mapstructure:"runtime" yaml:"runtime,omitempty"`
 	Aliases       []AliasDoc      `mapstructure:"aliases" yaml:"aliases,omitempty"`
 	Tiers         []TierDoc       `mapstructure:"tiers" yaml:"tiers,omitempty"`
 }
@@ -96,6 +97,13 @@ type ReadinessDoc struct {
 // MetricsDoc is the metrics section of a Document.
 type MetricsDoc struct {
 	Listen *string `mapstructure:"listen" yaml:"listen,omitempty"`
+}
+
+// RuntimeDoc is the runtime section of a Document: the garbage collector's settings (issue 31).
+type RuntimeDoc struct {
+	GCPercent          *int64 `mapstructure:"gc_percent" yaml:"gc_percent,omitempty"`
+	MemoryLimitBytes   *int64 `mapstructure:"memory_limit_bytes" yaml:"memory_limit_bytes,omitempty"`
+	MemoryLimitPercent *int64 `mapstructure:"memory_limit_percent" yaml:"memory_limit_percent,omitempty"`
 }
 
 // AliasDoc is one aliases entry of a Document.

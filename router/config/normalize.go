@@ -25,6 +25,7 @@ type normConfig struct {
 	Readiness     normReadiness   `yaml:"readiness"`
 	Metrics       *normMetrics    `yaml:"metrics,omitempty"`
 	Tracing       *normTracing    `yaml:"tracing,omitempty"`
+	Runtime       normRuntime     `yaml:"runtime"`
 	Aliases       []normAlias     `yaml:"aliases"`
 	Tiers         []normTier      `yaml:"tiers"`
 }
@@ -97,6 +98,12 @@ type normReadiness struct {
 
 type normMetrics struct {
 	Listen string `yaml:"listen"`
+}
+
+type normRuntime struct {
+	GCPercent          int   `yaml:"gc_percent,omitempty"`
+	MemoryLimitBytes   int64 `yaml:"memory_limit_bytes,omitempty"`
+	MemoryLimitPercent int   `yaml:"memory_limit_percent"`
 }
 
 type normAlias struct {
@@ -207,6 +214,8 @@ func (c Config) norm() normConfig {
 		n.Tracing = &normTracing{Endpoint: t.Endpoint, Protocol: t.Protocol, ServiceName: t.ServiceName,
 			Sampler: t.Sampler, SamplerArg: t.SamplerArg, ResourceAttributes: formatAttributes(t.ResourceAttributes)}
 	}
+	n.Runtime = normRuntime{GCPercent: c.runtime.GCPercent, MemoryLimitBytes: c.runtime.MemoryLimitBytes,
+		MemoryLimitPercent: c.runtime.MemoryLimitPercent}
 	for i, t := range c.auth.callerTokens {
 		n.Auth.CallerTokens[i] = t.redacted()
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/anvil-llm/anvil/internal/gctune"
 	"github.com/anvil-llm/anvil/router/ident"
 )
 
@@ -43,6 +44,13 @@ const (
 
 	defaultReadinessInterval, minReadinessInterval, maxReadinessInterval = 2 * time.Second, 100 * time.Millisecond, time.Minute
 	defaultReadinessTimeout, minReadinessTimeout, maxReadinessTimeout    = time.Second, 100 * time.Millisecond, 30 * time.Second
+
+	// The collector: at least GOGC=10 (more often is all cost) and at most 10000 (a heap of a hundred
+	// times the live one); a soft limit of at least 32 MiB, below which the router's own base does
+	// not fit, and at most 1 PiB.
+	minGCPercent, maxGCPercent                                              = 10, 10000
+	minMemoryLimitBytes, maxMemoryLimitBytes                                = 32 << 20, 1 << 50
+	defaultMemoryLimitPercent, minMemoryLimitPercent, maxMemoryLimitPercent = gctune.DefaultMemoryLimitPercent, 10, 100
 )
 
 // buildSettings validates everything except tiers, aliases and auth, reporting each section's first
@@ -63,6 +71,7 @@ func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) 
 		func() error { return buildReadiness(raw.Readiness, c) },
 		func() error { return buildMetrics(raw.Metrics, c) },
 		func() error { return buildTracing(raw.Tracing, lookup, c) },
+		func() error { return buildRuntime(raw.Runtime, c) },
 	}
 	var errs []error // each section's first error: the sections are independent
 	for _, step := range steps {
@@ -247,6 +256,25 @@ func buildMetrics(r *MetricsDoc, c *Config) error {
 	}
 	c.metrics.Listen = *r.Listen
 	return nil
+}
+
+// buildRuntime validates the collector's settings; gc_percent and memory_limit_bytes stay 0 when
+// absent (internal/gctune's defaults then depend on the container's limit, known only at start-up).
+func buildRuntime(r *RuntimeDoc, c *Config) error {
+	if r == nil {
+		r = &RuntimeDoc{}
+	}
+	gc, err := intIn(r.GCPercent, 0, minGCPercent, maxGCPercent, "runtime.gc_percent")
+	if err != nil {
+		return err
+	}
+	limit, err := intIn(r.MemoryLimitBytes, 0, minMemoryLimitBytes, maxMemoryLimitBytes, "runtime.memory_limit_bytes")
+	if err != nil {
+		return err
+	}
+	share, err := intIn(r.MemoryLimitPercent, defaultMemoryLimitPercent, minMemoryLimitPercent, maxMemoryLimitPercent, "runtime.memory_limit_percent")
+	c.runtime = Runtime{GCPercent: int(gc), MemoryLimitBytes: limit, MemoryLimitPercent: int(share)}
+	return err
 }
 
 // intIn returns def when p is absent, else *p if it lies in [lo, hi].

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"sync"
-	"time"
 )
 
 // streamBody is a streamed request body (Upstream.BodyStream) as the transport reads it. It remembers
@@ -52,51 +51,4 @@ func (b *streamBody) failed() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.err != nil
-}
-
-// firstByteTimer is the first-byte deadline. It runs from the moment the request body has been sent
-// (at once for a byte body, at the end of a streamed one: an upload may take longer than the answer)
-// and calls fire unless stopped first. The nil timer (no first-byte timeout) never fires.
-type firstByteTimer struct {
-	d    time.Duration
-	fire func()
-
-	mu      sync.Mutex
-	t       *time.Timer
-	stopped bool
-	fired   bool // known once stopped
-}
-
-func newFirstByteTimer(d time.Duration, fire func()) *firstByteTimer {
-	if d <= 0 {
-		return nil
-	}
-	return &firstByteTimer{d: d, fire: fire}
-}
-
-// start starts the deadline once; after stop it does nothing.
-func (f *firstByteTimer) start() {
-	if f == nil {
-		return
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.stopped || f.t != nil {
-		return
-	}
-	f.t = time.AfterFunc(f.d, f.fire)
-}
-
-// stop stops the deadline and reports whether it had not fired; later calls report the same.
-func (f *firstByteTimer) stop() bool {
-	if f == nil {
-		return true
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if !f.stopped {
-		f.stopped = true
-		f.fired = f.t != nil && !f.t.Stop()
-	}
-	return !f.fired
 }

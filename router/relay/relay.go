@@ -162,21 +162,17 @@ func (r *Relay) Do(ctx context.Context, w http.ResponseWriter, up Upstream) Resu
 func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream, start time.Time, res *Result) {
 	upCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	if r.opts.Timeout > 0 {
-		t := time.AfterFunc(r.opts.Timeout, func() { cancel(ErrTimeout) })
-		defer t.Stop()
-	}
-	firstByte := newFirstByteTimer(r.opts.FirstByteTimeout, func() { cancel(ErrFirstByteTimeout) })
-	defer firstByte.stop()
+	dl := newDeadlines(cancel, r.opts.Timeout, r.opts.FirstByteTimeout)
+	defer dl.stop()
 
 	var sb *streamBody
 	body := io.Reader(bytes.NewReader(up.Body))
 	if up.BodyStream != nil {
-		sb = &streamBody{r: up.BodyStream, ended: firstByte.start}
+		sb = &streamBody{r: up.BodyStream, ended: dl.startFirstByte}
 		body = sb
 		defer sb.Close()
 	} else {
-		firstByte.start()
+		dl.startFirstByte()
 	}
 	resp, err := r.send(upCtx, up, body)
 	if err != nil {
@@ -195,7 +191,7 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 		finish(w, res, classify(ctx, upCtx, err))
 		return
 	}
-	if !firstByte.stop() { // fired as the byte arrived: the upstream call is canceled
+	if !dl.stopFirstByte() { // fired as the byte arrived: the upstream call is canceled
 		finish(w, res, classify(ctx, upCtx, context.Cause(upCtx)))
 		return
 	}
@@ -203,7 +199,7 @@ func (r *Relay) attempt(ctx context.Context, w http.ResponseWriter, up Upstream,
 
 	if isSuccess(resp.StatusCode) && isEventStream(resp.Header.Get("Content-Type")) {
 		if r.stream(ctx, upCtx, w, resp, er, res, up.APIKey) {
-			drainAfterDone(er.br, cancel)
+			drainAfterDone(er.br, dl)
 		}
 		return
 	}
@@ -251,21 +247,25 @@ func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Re
 		}
 		contentType = up.ContentType
 	}
+	// Every value shares one backing array (one allocation, not one a header); each header's slice is
+	// capped at its one value, so an append by anyone reallocates instead of writing into the next.
+	vals := &[6]string{contentType, accept, "identity", "anvil-router", up.RequestID}
 	h := req.Header
-	h["Content-Type"] = []string{contentType}
-	h["Accept"] = []string{accept}
+	h["Content-Type"] = vals[0:1:1]
+	h["Accept"] = vals[1:2:2]
 	// Explicit identity keeps SSE bytes unbuffered by a decompressor and disables transparent gzip.
-	h["Accept-Encoding"] = []string{"identity"}
-	h["User-Agent"] = []string{"anvil-router"}
+	h["Accept-Encoding"] = vals[2:3:3]
+	h["User-Agent"] = vals[3:4:4]
 	if up.RequestID != "" && validHeaderValue(up.RequestID) {
-		h["X-Request-Id"] = []string{up.RequestID}
+		h["X-Request-Id"] = vals[4:5:5]
 	}
 	setTrace(h, up)
 	if up.APIKey != "" {
 		if !validAPIKey(up.APIKey) {
 			return nil, errBadAPIKey
 		}
-		h["Authorization"] = []string{"Bearer " + up.APIKey}
+		vals[5] = "Bearer " + up.APIKey
+		h["Authorization"] = vals[5:6:6]
 	}
 	return r.roundTrip(req)
 }
@@ -283,9 +283,8 @@ var errDrainWait = errors.New("relay: upstream response did not end after [DONE]
 // drainAfterDone reads the rest of a stream after [DONE]. At the response's end the transport keeps the
 // connection; more bytes (never read: nothing after [DONE] is relayed) or no end within doneDrainWait
 // leave it to be closed, as any response abandoned mid-way is.
-func drainAfterDone(br *bufio.Reader, cancel context.CancelCauseFunc) {
-	t := time.AfterFunc(doneDrainWait, func() { cancel(errDrainWait) })
-	defer t.Stop()
+func drainAfterDone(br *bufio.Reader, dl *deadlines) {
+	dl.startDrain()
 	var b [1]byte
 	for {
 		if n, err := br.Read(b[:]); n > 0 || err != nil {

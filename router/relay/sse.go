@@ -3,9 +3,9 @@ package relay
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
 
+	"github.com/anvil-llm/anvil/internal/jsonscan"
 	"github.com/anvil-llm/anvil/internal/sse"
 )
 
@@ -76,37 +76,25 @@ func inspect(ev event) (eventInfo, error) {
 		return info, nil
 	}
 	info.failed = string(ev.name) == "error"
-	// Only decode when a top-level "error" or "type" key can be present; most chat chunks have neither
-	// and need only validating.
-	if !bytes.Contains(ev.data, []byte(`"error"`)) && !bytes.Contains(ev.data, []byte(`"type"`)) {
-		if !json.Valid(ev.data) {
-			return info, ErrMalformedEvent
-		}
-		return info, nil
-	}
-	var probe struct {
-		Error json.RawMessage `json:"error"`
-		Type  string          `json:"type"`
-	}
-	// Unmarshal validates the whole input before decoding: a syntax error is a malformed event,
-	// while valid JSON of another shape (a type mismatch) just leaves the probe partly empty.
-	var syntax *json.SyntaxError
-	if err := json.Unmarshal(ev.data, &probe); errors.As(err, &syntax) {
+	if !jsonscan.Valid(ev.data) {
 		return info, ErrMalformedEvent
 	}
-	if len(probe.Error) > 0 && string(probe.Error) != "null" {
+	// Only walk when a top-level "error" or "type" key can be present; most chat chunks have neither
+	// and need only validating.
+	if !bytes.Contains(ev.data, []byte(`"error"`)) && !bytes.Contains(ev.data, []byte(`"type"`)) {
+		return info, nil
+	}
+	var probe eventProbe
+	probe.read(ev.data)
+	if probe.errored {
 		info.failed = true
 	}
-	switch probe.Type {
-	case "error":
+	switch probe.kind {
+	case kindError:
 		info.failed = true
-	case "response.failed":
+	case kindFailed:
 		info.failed, info.terminal = true, true
-	case "response.completed", "response.incomplete":
-		info.terminal = true
-	case "transcript.text.done", "speech.audio.done":
-		// OpenAI's audio streams end with these events and no [DONE] (vLLM's transcription streams end
-		// with [DONE], which is handled above).
+	case kindTerminal:
 		info.terminal = true
 	}
 	return info, nil

@@ -50,6 +50,20 @@ var costChunks = func() []byte {
 	return b.Bytes()
 }()
 
+// costResponses is the streamed Responses answer, the same 8 tokens as costChunks: response.created,
+// the deltas, the text's done event and response.completed with the usage; no [DONE] (the stream ends
+// when the upstream closes). Every event has a top-level "type", so the relay classifies each one.
+var costResponses = func() []byte {
+	var b bytes.Buffer
+	b.WriteString("event: response.created\ndata: " + `{"type":"response.created","sequence_number":0,"response":{"id":"resp_c","object":"response","created_at":1,"status":"in_progress","model":"test/llama","output":[],"usage":null}}` + "\n\n")
+	for i := range 8 {
+		fmt.Fprintf(&b, "event: response.output_text.delta\ndata: "+`{"type":"response.output_text.delta","sequence_number":%d,"item_id":"msg_c","output_index":0,"content_index":0,"delta":" tok%d"}`+"\n\n", i+1, i)
+	}
+	b.WriteString("event: response.output_text.done\ndata: " + `{"type":"response.output_text.done","sequence_number":9,"item_id":"msg_c","output_index":0,"content_index":0,"text":" tok0 tok1 tok2 tok3 tok4 tok5 tok6 tok7"}` + "\n\n")
+	b.WriteString("event: response.completed\ndata: " + `{"type":"response.completed","sequence_number":10,"response":{"id":"resp_c","object":"response","created_at":1,"status":"completed","model":"test/llama","output":[],"usage":{"input_tokens":3,"output_tokens":8,"total_tokens":11}}}` + "\n\n")
+	return b.Bytes()
+}()
+
 // costUpstream answers instantly: the readiness and pressure pages, a chat completion, or, for a body
 // asking for a stream, costChunks event by event with a flush after each (as vLLM does).
 func costUpstream(b *testing.B, conns *atomic.Int64) *httptest.Server {
@@ -72,7 +86,11 @@ func costUpstream(b *testing.B, conns *atomic.Int64) *httptest.Server {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		rc := http.NewResponseController(w)
-		for ev := range bytes.SplitAfterSeq(costChunks, []byte("\n\n")) {
+		events := costChunks
+		if r.URL.Path == "/v1/responses" {
+			events = costResponses
+		}
+		for ev := range bytes.SplitAfterSeq(events, []byte("\n\n")) {
 			if len(ev) == 0 {
 				continue
 			}
@@ -188,16 +206,19 @@ func costRouter(b *testing.B, strategy string, upstreams []string) (*server.Serv
 func BenchmarkProxyCost(b *testing.B) {
 	var conns atomic.Int64 // connections the upstreams accepted
 	ups := []string{costUpstream(b, &conns).URL, costUpstream(b, &conns).URL}
-	for _, mode := range []string{"ordinary", "stream"} {
-		body := `{"model":"chat","messages":[{"role":"user","content":"Say hello to the benchmark, briefly."}],"max_tokens":8}`
-		if mode == "stream" {
+	for _, mode := range []string{"ordinary", "stream", "responses"} {
+		path, body := "/v1/chat/completions", `{"model":"chat","messages":[{"role":"user","content":"Say hello to the benchmark, briefly."}],"max_tokens":8}`
+		switch mode {
+		case "stream":
 			body = `{"model":"chat","messages":[{"role":"user","content":"Say hello to the benchmark, briefly."}],"max_tokens":8,"stream":true,"stream_options":{"include_usage":true}}`
+		case "responses":
+			path, body = "/v1/responses", `{"model":"chat","input":"Say hello to the benchmark, briefly.","max_output_tokens":8,"stream":true}`
 		}
 		for _, proxy := range []string{"bare", "round_robin", "capacity"} {
 			for _, load := range []string{"serial", "parallel"} {
 				b.Run(fmt.Sprintf("mode=%s/proxy=%s/load=%s", mode, proxy, load), func(b *testing.B) {
 					before := conns.Load()
-					benchProxy(b, proxy, load, ups, body)
+					benchProxy(b, proxy, load, ups, path, body)
 					b.ReportMetric(float64(conns.Load()-before)/float64(b.N), "upstream-conns/op")
 				})
 			}
@@ -205,7 +226,7 @@ func BenchmarkProxyCost(b *testing.B) {
 	}
 }
 
-func benchProxy(b *testing.B, proxy, load string, ups []string, body string) {
+func benchProxy(b *testing.B, proxy, load string, ups []string, path, body string) {
 	var h http.Handler
 	var srv *server.Server
 	if proxy == "bare" {
@@ -218,7 +239,7 @@ func benchProxy(b *testing.B, proxy, load string, ups []string, body string) {
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64, DisableCompression: true}}
 	defer client.CloseIdleConnections()
 	post := func() error {
-		req, err := http.NewRequest(http.MethodPost, front.URL+"/v1/chat/completions", strings.NewReader(body))
+		req, err := http.NewRequest(http.MethodPost, front.URL+path, strings.NewReader(body))
 		if err != nil {
 			return err
 		}

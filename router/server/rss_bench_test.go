@@ -77,6 +77,11 @@ func TestRouterProcess(t *testing.T) {
 		defer out.Close()
 		opts.Logger = slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: cfg.Log().SlogLevel()}))
 	}
+	gcLog := opts.Logger
+	if gcLog == nil {
+		gcLog = slog.New(slog.DiscardHandler)
+	}
+	server.ApplyRuntime(cfg.Runtime(), gcLog) // the collector as anvil-router serve sets it
 	srv, err := server.New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)

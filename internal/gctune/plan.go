@@ -1,0 +1,89 @@
+// Package gctune decides the router's garbage-collector settings: the GC percentage (GOGC) and the
+// soft memory limit (GOMEMLIMIT). A lazier collector buys throughput on a router whose live heap is
+// small (most of what a request allocates dies with it), and the soft limit keeps the heap that laziness
+// lets grow within the container. Decide is the pure rule; the cgroup parsers read the files the shell
+// (router/server's ApplyRuntime) hands them. Standard library only, no I/O, no clock, no goroutines.
+package gctune
+
+// Where a setting came from, as the start-up log names it.
+const (
+	SourceEnv     = "environment" // GOGC or GOMEMLIMIT: the runtime applied it before main; left alone
+	SourceConfig  = "config"      // runtime.gc_percent or runtime.memory_limit_bytes
+	SourceDefault = "default"     // DefaultGCPercent or DefaultLimitedGCPercent
+	SourceCgroup  = "cgroup"      // runtime.memory_limit_percent of the container's memory limit
+	SourceNone    = "none"        // no limit: no container limit and none configured
+)
+
+// The GC percentage when neither GOGC nor the config sets one. Under a soft memory limit (from the
+// container, the config or GOMEMLIMIT) the heap may grow to five times what survived the last
+// collection, a quarter as many collections as Go's default of 100, because the limit bounds what
+// that laziness costs; without one, to three times (half as many collections), because nothing else
+// would bound a large live heap's growth.
+const (
+	DefaultGCPercent        = 200
+	DefaultLimitedGCPercent = 400
+)
+
+// DefaultMemoryLimitPercent is the share of the container's memory limit the soft limit takes: the
+// rest is room for what the Go runtime does not count (thread stacks outside the heap, the binary).
+const DefaultMemoryLimitPercent = 90
+
+// Inputs are everything the decision depends on. A zero field of the config part means "not set".
+type Inputs struct {
+	EnvGOGC, EnvGOMEMLIMIT string // the environment's values; "" when unset or empty
+	GCPercent              int    // runtime.gc_percent
+	MemoryLimitBytes       int64  // runtime.memory_limit_bytes
+	MemoryLimitPercent     int    // runtime.memory_limit_percent (DefaultMemoryLimitPercent when 0)
+	CgroupLimit            int64  // the container's memory limit in bytes; 0 when none was found
+}
+
+// Plan is what the shell applies and logs. Set* false means "leave the runtime's value".
+type Plan struct {
+	SetGCPercent   bool
+	GCPercent      int // the value to set (0 with SourceEnv: the runtime's, read back by the shell)
+	GCSource       string
+	SetMemoryLimit bool
+	MemoryLimit    int64 // the value to set, in bytes (0 with SourceEnv and SourceNone)
+	LimitSource    string
+}
+
+// Decide applies the rule: an environment variable always wins for its own setting (the runtime
+// read it at start-up, so the plan leaves it); otherwise the config's value, otherwise the default:
+// for the limit the configured share of the container's limit, or none; for the percentage
+// DefaultLimitedGCPercent under a limit and DefaultGCPercent without one.
+func Decide(in Inputs) Plan {
+	p := decideLimit(in)
+	limited := p.SetMemoryLimit || (p.LimitSource == SourceEnv && in.EnvGOMEMLIMIT != "off")
+	switch {
+	case in.EnvGOGC != "":
+		p.GCSource = SourceEnv
+	case in.GCPercent != 0:
+		p.SetGCPercent, p.GCPercent, p.GCSource = true, in.GCPercent, SourceConfig
+	case limited:
+		p.SetGCPercent, p.GCPercent, p.GCSource = true, DefaultLimitedGCPercent, SourceDefault
+	default:
+		p.SetGCPercent, p.GCPercent, p.GCSource = true, DefaultGCPercent, SourceDefault
+	}
+	return p
+}
+
+// decideLimit is Decide's rule for the soft memory limit.
+func decideLimit(in Inputs) Plan {
+	var p Plan
+	share := int64(in.MemoryLimitPercent)
+	if share == 0 {
+		share = DefaultMemoryLimitPercent
+	}
+	switch {
+	case in.EnvGOMEMLIMIT != "":
+		p.LimitSource = SourceEnv
+	case in.MemoryLimitBytes > 0:
+		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, in.MemoryLimitBytes, SourceConfig
+	case in.CgroupLimit > 0:
+		// Divide first: a limit near MaxInt64 must not overflow.
+		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, in.CgroupLimit/100*share+in.CgroupLimit%100*share/100, SourceCgroup
+	default:
+		p.LimitSource = SourceNone
+	}
+	return p
+}
