@@ -103,3 +103,18 @@ func TestOracleCompletionIsExact(t *testing.T) {
 	assert.Equal(t, policy.Never, w.completion(w.members[1], sh), "a dead engine")
 	assert.Positive(t, w.res.Policy.Forward)
 }
+
+// A policy that disagrees with admission must show. One that chooses a member at its ceiling:
+// admission refuses or queues that choice (on burst-queue the tier has a queue, so the refusal
+// comes back as routing.ErrQueued with other members free). One that chooses nothing while
+// members are eligible: admission, given the true readiness, places the request itself.
+func TestPolicyDisagreementIsCounted(t *testing.T) {
+	sc := lookup(t, "burst-queue")
+	sc.Duration = 90 * time.Second
+	good := run(t, sc, Options{Policy: policy.LeastConnections})
+	require.Zero(t, good.Policy.Mismatches)
+	for _, f := range []PolicyFault{PolicyFaultFull, PolicyFaultNoChoice} {
+		bad := run(t, sc, Options{Policy: policy.LeastConnections, PolicyFault: f})
+		assert.Positive(t, bad.Policy.Mismatches, "fault %d", f)
+	}
+}
