@@ -118,3 +118,21 @@ func TestPolicyDisagreementIsCounted(t *testing.T) {
 		assert.Positive(t, bad.Policy.Mismatches, "fault %d", f)
 	}
 }
+
+// An outside request's engine events never touch the router's requests, whatever its ID reads as
+// an index: on a 32-bit platform int(outsideBase+n) is n, a router request's index.
+func TestOutsideEventsNeverReachRouterRequests(t *testing.T) {
+	w, err := newWorld(lookup(t, "outside-load"), Options{Strategy: scenarios.StrategyCapacity})
+	require.NoError(t, err)
+	w.prepare()
+	for range 3 {
+		w.reqs = append(w.reqs, reqState{active: true, slot: -1})
+		w.res.Requests = append(w.res.Requests, Request{FirstToken: -1, Member: -1})
+	}
+	for n := range uint64(3) {
+		w.engineEvent(w.members[0], &engine.Event{ID: outsideBase + n, Kind: engine.EventFirstToken, At: w.at(time.Second)})
+	}
+	for i, r := range w.res.Requests {
+		assert.Equal(t, time.Duration(-1), r.FirstToken, "request %d", i)
+	}
+}
