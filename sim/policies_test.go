@@ -17,7 +17,7 @@ import (
 // eligible row: the policy's choice) agreeing with the sim's own view, and admission reserving
 // exactly what the policy chose.
 func TestReferencePoliciesKeepTheBooks(t *testing.T) {
-	for _, name := range []string{"heterogeneous", "failing-member", "burst-queue", "twenty-concurrent"} {
+	for _, name := range []string{"heterogeneous", "failing-member", "burst-queue", "twenty-concurrent", "restart-intent"} {
 		sc := lookup(t, name)
 		sc.Duration = min(sc.Duration, 90*time.Second)
 		for _, p := range policy.All() {
