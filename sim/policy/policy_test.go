@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -44,6 +45,7 @@ func TestChoices(t *testing.T) {
 	}{
 		{"least connections: fewest leases", ChooseLeastConnections, []Member{m(3, 0, 0, 0), m(1, 9, 9, .9), m(2, 0, 0, 0)}, []int{1}},
 		{"least connections: ties at random", ChooseLeastConnections, []Member{m(1, 0, 0, 0), m(4, 0, 0, 0), m(1, 0, 0, 0)}, []int{0, 2}},
+		{"least connections: a full member never, whatever Eligible says", ChooseLeastConnections, []Member{{Eligible: true, Active: 16, Ceiling: 16}, m(15, 0, 0, 0)}, []int{1}},
 		{"least connections: ineligible never", ChooseLeastConnections, []Member{off(m(0, 0, 0, 0)), m(5, 0, 0, 0)}, []int{1}},
 		{"least connections: none eligible", ChooseLeastConnections, []Member{off(m(0, 0, 0, 0)), off(m(0, 0, 0, 0))}, []int{-1}},
 		{"random: every eligible member", ChooseRandom, []Member{m(9, 0, 0, 0), off(m(0, 0, 0, 0)), m(0, 0, 0, 0)}, []int{0, 2}},
@@ -52,7 +54,7 @@ func TestChoices(t *testing.T) {
 		{"power of two: tie goes to the first drawn", ChoosePowerOfTwo, []Member{m(0, 2, 0, 0), m(0, 1, 1, 0)}, []int{0, 1}},
 		// With three members the most loaded one never wins a pair.
 		{"power of two: the worst never wins", ChoosePowerOfTwo, []Member{m(0, 1, 0, 0), m(0, 2, 0, 0), m(0, 9, 9, 0)}, []int{0, 1}},
-		{"power of two: no sample falls back to leases", ChoosePowerOfTwo, []Member{{Eligible: true, Active: 0}, m(0, 3, 0, 0)}, []int{0}},
+		{"power of two: no sample falls back to leases", ChoosePowerOfTwo, []Member{{Eligible: true, Active: 0, Ceiling: 4}, m(0, 3, 0, 0)}, []int{0}},
 		{"power of two: one eligible", ChoosePowerOfTwo, []Member{off(m(0, 0, 0, 0)), m(7, 7, 7, 0)}, []int{1}},
 		{"queue+kv: shortest queue, same KV", ChooseQueueKV, []Member{m(0, 0, 6, .5), m(0, 0, 2, .5), m(0, 0, 4, .5)}, []int{1}},
 		{"queue+kv: KV decides when queues are equal", ChooseQueueKV, []Member{m(0, 0, 3, .9), m(0, 0, 3, .2)}, []int{1}},
@@ -121,6 +123,10 @@ func TestParse(t *testing.T) {
 	_, err = Parse("random,bogus")
 	require.ErrorIs(t, err, ErrUnknown)
 	assert.NotContains(t, err.Error(), "bogus", "no raw input in the error")
+	assert.Contains(t, err.Error(), "item 2 of 2", "the position of the unknown name")
+	_, err = Parse("bogus,random,oracle")
+	require.ErrorIs(t, err, ErrUnknown)
+	assert.Contains(t, err.Error(), "item 1 of 3")
 	_, err = Parse("random,random")
 	require.ErrorIs(t, err, ErrRepeated)
 	for _, n := range All() {
@@ -131,7 +137,7 @@ func TestParse(t *testing.T) {
 
 // Parse takes a command-line flag: whatever it is given, it returns a list of known, distinct
 // policies starting with capacity, or ErrUnknown (or the repeat error) without echoing the input.
-const unknownMessage = "policy: unknown policy (want one of capacity, round_robin, least_connections, random, power_of_two, queue_kv, oracle, or all)"
+var unknownMessage = regexp.MustCompile(`^policy: unknown policy: item [1-9][0-9]* of [1-9][0-9]* \(want one of capacity, round_robin, least_connections, random, power_of_two, queue_kv, oracle, or all\)$`)
 
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"all", "capacity", "oracle,random", " queue_kv , power_of_two ", "random,random", "", ",", "bogus", "all,oracle"} {
@@ -140,7 +146,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := Parse(s)
 		if errors.Is(err, ErrUnknown) {
-			require.Equal(t, unknownMessage, err.Error(), "a fixed message, never the input")
+			require.Regexp(t, unknownMessage, err.Error(), "a fixed message and a position, never the input")
 			return
 		}
 		if errors.Is(err, ErrRepeated) {
