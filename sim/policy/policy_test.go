@@ -44,7 +44,9 @@ func TestChoices(t *testing.T) {
 		want []int // the set of indices the policy may choose; {-1}: none
 	}{
 		{"least connections: fewest leases", ChooseLeastConnections, []Member{m(3, 0, 0, 0), m(1, 9, 9, .9), m(2, 0, 0, 0)}, []int{1}},
-		{"least connections: ties at random", ChooseLeastConnections, []Member{m(1, 0, 0, 0), m(4, 0, 0, 0), m(1, 0, 0, 0)}, []int{0, 2}},
+		// LiteLLM's strict < keeps the first member with the fewest leases.
+		{"least connections: ties to the first in tier order", ChooseLeastConnections, []Member{m(4, 0, 0, 0), m(1, 0, 0, 0), m(2, 0, 0, 0), m(1, 0, 0, 0)}, []int{1}},
+		{"least connections: the first tie that is eligible", ChooseLeastConnections, []Member{off(m(1, 0, 0, 0)), m(1, 0, 0, 0), m(1, 0, 0, 0)}, []int{1}},
 		{"least connections: a full member never, whatever Eligible says", ChooseLeastConnections, []Member{{Eligible: true, Active: 16, Ceiling: 16}, m(15, 0, 0, 0)}, []int{1}},
 		{"least connections: ineligible never", ChooseLeastConnections, []Member{off(m(0, 0, 0, 0)), m(5, 0, 0, 0)}, []int{1}},
 		{"least connections: none eligible", ChooseLeastConnections, []Member{off(m(0, 0, 0, 0)), off(m(0, 0, 0, 0))}, []int{-1}},
@@ -61,8 +63,11 @@ func TestChoices(t *testing.T) {
 		// Queue scores 1 and 0 (weight 2 each) against KV 0.9 and 0.1: 2+0.2 < 0+1.8? no: 2.2 > 1.8.
 		{"queue+kv: weighted sum", ChooseQueueKV, []Member{m(0, 0, 0, .9), m(0, 0, 5, .1)}, []int{0}},
 		{"queue+kv: equal scores at random", ChooseQueueKV, []Member{m(0, 0, 1, .3), m(9, 9, 1, .3)}, []int{0, 1}},
-		{"queue+kv: stale sample is saturated", ChooseQueueKV, []Member{aged(m(0, 0, 0, 0), 3*time.Second), m(0, 0, 9, .8)}, []int{1}},
-		{"queue+kv: all stale still places", ChooseQueueKV, []Member{aged(m(0, 0, 0, 0), 3*time.Second), off(m(0, 0, 0, 0))}, []int{0}},
+		// The EPP's scorers read the last metrics whatever their age: a stale empty member still wins.
+		{"queue+kv: a stale sample is scored as it is", ChooseQueueKV, []Member{aged(m(0, 0, 0, 0), time.Minute), m(0, 0, 9, .8)}, []int{0}},
+		{"queue+kv: a stale loaded sample loses", ChooseQueueKV, []Member{aged(m(0, 0, 9, .8), time.Minute), m(0, 0, 0, 0)}, []int{1}},
+		// A member never sampled reads zeros, as a new endpoint's empty metrics do.
+		{"queue+kv: never sampled reads as empty", ChooseQueueKV, []Member{{Eligible: true, Ceiling: 4}, m(0, 0, 3, .5)}, []int{0}},
 		{"oracle: earliest completion", ChooseOracle, []Member{done(m(0, 0, 0, 0), 3*time.Second), done(m(9, 9, 9, .9), time.Second)}, []int{1}},
 		{"oracle: tie to fewer leases", ChooseOracle, []Member{done(m(4, 0, 0, 0), time.Second), done(m(2, 0, 0, 0), time.Second)}, []int{1}},
 		{"oracle: never completes still places", ChooseOracle, []Member{off(m(0, 0, 0, 0)), m(3, 0, 0, 0), m(1, 0, 0, 0)}, []int{2}},
