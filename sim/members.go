@@ -133,6 +133,9 @@ func (w *world) engineWake(idx int, gen uint32) {
 }
 
 func (w *world) engineEvent(m *member, e *engine.Event) {
+	if e.ID >= outsideBase {
+		return // an outside request's: the router has no record of it (outside.go)
+	}
 	id := int(e.ID)
 	if id < 0 || id >= len(w.reqs) || !w.reqs[id].active {
 		return // an aborted request's finish, or a request already ended by a fault

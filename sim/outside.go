@@ -14,7 +14,9 @@ import (
 // so the router's arrivals and shapes are the same with or without them.
 
 // outsideBase is above every request ID of the router's own, and below the oracle's probe: an
-// engine event with such an ID is ignored (engineEvent) as an outside request's.
+// engine event with an ID at or above it is an outside request's, and engineEvent drops it before
+// it reads the ID as an index into the router's requests (where int would truncate it on a 32-bit
+// platform to a router request's index).
 const outsideBase = uint64(1) << 61
 
 // outsideGen draws outside shapes; nil until a member has outside load.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/anvil-llm/anvil/engine"
-	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/scenarios"
 	"github.com/anvil-llm/anvil/sim/policy"
@@ -133,23 +132,63 @@ func (w *world) choosePolicy() int {
 		idx = append(idx, i)
 	}
 	c := p.choose(p.snap, p.rng)
+	c = w.opts.PolicyFault.choose(p.snap, c)
 	if c < 0 {
 		return -1
 	}
 	return idx[c]
 }
 
-// checkPick counts an admission that did not reserve the policy's choice although it could have.
+// PolicyFault is a way of breaking a reference policy's choice, for the tests that show a
+// disagreement with admission is counted.
+type PolicyFault int
+
+const (
+	PolicyFaultNone PolicyFault = iota
+	// PolicyFaultFull chooses the first member at its ceiling whenever one exists: admission
+	// refuses that choice (or queues the request behind it) while other members may be free.
+	PolicyFaultFull
+	// PolicyFaultNoChoice chooses no member even when some are eligible: admission, given the true
+	// readiness, places the request itself.
+	PolicyFaultNoChoice
+)
+
+func (f PolicyFault) choose(ms []policy.Member, c int) int {
+	switch f {
+	case PolicyFaultFull:
+		for j := range ms {
+			if ms[j].Active >= ms[j].Ceiling {
+				return j
+			}
+		}
+	case PolicyFaultNoChoice:
+		return -1
+	}
+	return c
+}
+
+// checkPick counts an admission that disagreed with the policy: one that reserved another member
+// than the policy's choice, one that reserved a member although the policy found none eligible
+// (the capacity scheduler would have placed it), and one that refused the policy's choice (or
+// queued the request behind it) although the request was at the head and the tier had room. Only
+// a refusal the choice cannot cause is no disagreement: a generation superseded under the request
+// (it walks again), and the router's shutdown.
 func (w *world) checkPick(target routing.Target, err error) {
 	p := w.pol
-	if p == nil || p.pick < 0 {
+	if p == nil {
 		return
 	}
 	switch {
-	case err == nil && target.Member != w.members[p.pick].id:
-		w.res.Policy.Mismatches++
-	case err != nil && errors.Is(err, admission.ErrExhausted) && p.head &&
-		(w.tierCeiling == 0 || w.acct.tierActive < w.tierCeiling):
+	case p.pick < 0:
+		if err == nil {
+			w.res.Policy.Mismatches++
+		}
+	case err == nil:
+		if target.Member != w.members[p.pick].id {
+			w.res.Policy.Mismatches++
+		}
+	case errors.Is(err, routing.ErrSuperseded) || errors.Is(err, routing.ErrShuttingDown):
+	case p.head && (w.tierCeiling == 0 || w.acct.tierActive < w.tierCeiling):
 		w.res.Policy.Mismatches++
 	}
 }

@@ -17,7 +17,7 @@ import (
 // eligible row: the policy's choice) agreeing with the sim's own view, and admission reserving
 // exactly what the policy chose.
 func TestReferencePoliciesKeepTheBooks(t *testing.T) {
-	for _, name := range []string{"heterogeneous", "failing-member", "burst-queue", "twenty-concurrent"} {
+	for _, name := range []string{"heterogeneous", "failing-member", "burst-queue", "twenty-concurrent", "restart-intent"} {
 		sc := lookup(t, name)
 		sc.Duration = min(sc.Duration, 90*time.Second)
 		for _, p := range policy.All() {
@@ -102,4 +102,37 @@ func TestOracleCompletionIsExact(t *testing.T) {
 	w.members[1].alive = false
 	assert.Equal(t, policy.Never, w.completion(w.members[1], sh), "a dead engine")
 	assert.Positive(t, w.res.Policy.Forward)
+}
+
+// A policy that disagrees with admission must show. One that chooses a member at its ceiling:
+// admission refuses or queues that choice (on burst-queue the tier has a queue, so the refusal
+// comes back as routing.ErrQueued with other members free). One that chooses nothing while
+// members are eligible: admission, given the true readiness, places the request itself.
+func TestPolicyDisagreementIsCounted(t *testing.T) {
+	sc := lookup(t, "burst-queue")
+	sc.Duration = 90 * time.Second
+	good := run(t, sc, Options{Policy: policy.LeastConnections})
+	require.Zero(t, good.Policy.Mismatches)
+	for _, f := range []PolicyFault{PolicyFaultFull, PolicyFaultNoChoice} {
+		bad := run(t, sc, Options{Policy: policy.LeastConnections, PolicyFault: f})
+		assert.Positive(t, bad.Policy.Mismatches, "fault %d", f)
+	}
+}
+
+// An outside request's engine events never touch the router's requests, whatever its ID reads as
+// an index: on a 32-bit platform int(outsideBase+n) is n, a router request's index.
+func TestOutsideEventsNeverReachRouterRequests(t *testing.T) {
+	w, err := newWorld(lookup(t, "outside-load"), Options{Strategy: scenarios.StrategyCapacity})
+	require.NoError(t, err)
+	w.prepare()
+	for range 3 {
+		w.reqs = append(w.reqs, reqState{active: true, slot: -1})
+		w.res.Requests = append(w.res.Requests, Request{FirstToken: -1, Member: -1})
+	}
+	for n := range uint64(3) {
+		w.engineEvent(w.members[0], &engine.Event{ID: outsideBase + n, Kind: engine.EventFirstToken, At: w.at(time.Second)})
+	}
+	for i, r := range w.res.Requests {
+		assert.Equal(t, time.Duration(-1), r.FirstToken, "request %d", i)
+	}
 }

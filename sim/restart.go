@@ -113,7 +113,7 @@ func (w *world) restart() error {
 	}
 	var err error
 	// The new process loads the file as it is now: after reloads, the generation in force.
-	if w.router, err = routing.New(w.cfg, &w.ready, source, w.router.Decisions(), w.routerOptions()...); err != nil {
+	if w.router, err = routing.New(w.cfg, w.readinessSource(), source, w.router.Decisions(), w.routerOptions()...); err != nil {
 		return err
 	}
 	w.sick = 0 // the new process starts with every member healthy

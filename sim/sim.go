@@ -44,6 +44,9 @@ type Options struct {
 	// power_of_two, queue_kv, oracle) on a capacity tier instead of the capacity scheduler's own
 	// choice; "" runs the strategy. Only the simulator can run one (see policies.go).
 	Policy string
+	// PolicyFault breaks the reference policy's choice on purpose (see PolicyFault): the run's
+	// PolicyStats.Mismatches must count it, and anvil-sim compare must fail.
+	PolicyFault PolicyFault
 }
 
 // ErrScenario is wrapped by Run's errors about a scenario the real router code refuses.

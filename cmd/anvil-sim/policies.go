@@ -21,6 +21,9 @@ import (
 // policy chose: the comparison would not be over the same walk.
 var errViolations = errors.New("a policy run broke the shared walk's invariants")
 
+// runSim runs one policy's simulation; a test replaces it to break a policy on purpose.
+var runSim = sim.Run
+
 // comparePolicies runs the scenario once per policy of list (anvil-sim compare --policies) and
 // writes the policy comparison: the table on stdout, and JSON, Markdown and CDF plots on request.
 func comparePolicies(cmd *cobra.Command, arg, list string, o *outputs) error {
@@ -89,7 +92,7 @@ func runPolicy(sc *scenarios.Scenario, name string, o *outputs, stderr io.Writer
 	bar := newProgress(stderr, sc.Name+" "+name, !o.noProgress && !o.quiet)
 	opts.Progress = bar.update
 	start := time.Now()
-	res, err := sim.Run(sc, opts)
+	res, err := runSim(sc, opts)
 	elapsed := time.Since(start)
 	bar.finish()
 	if cerr := closeSink(); err == nil && cerr != nil {

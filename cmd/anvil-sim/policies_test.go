@@ -8,6 +8,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim"
+	"github.com/anvil-llm/anvil/sim/policy"
 )
 
 type policyJSON struct {
@@ -114,4 +118,27 @@ func TestComparePoliciesRefusesBadLists(t *testing.T) {
 		code, _, errOut := runCLI(t, args...)
 		assert.Equal(t, exitUsage, code, "%v: %s", args, errOut)
 	}
+}
+
+// A policy that chooses a member at its ceiling is a run over another walk: compare reports the
+// disagreements in the row and fails (exit 1).
+func TestComparePoliciesFailsOnAMismatch(t *testing.T) {
+	orig := runSim
+	t.Cleanup(func() { runSim = orig })
+	runSim = func(sc *scenarios.Scenario, opts sim.Options) (*sim.Result, error) {
+		if opts.Policy == policy.LeastConnections {
+			opts.PolicyFault = sim.PolicyFaultFull
+		}
+		return orig(sc, opts)
+	}
+	pj := filepath.Join(t.TempDir(), "p.json")
+	code, _, errOut := runCLI(t, "compare", "burst-queue", "--duration", "90s", "--policies", "least_connections",
+		"--no-progress", "--json", pj)
+	assert.Equal(t, exitFailure, code, errOut)
+	assert.Contains(t, errOut, "least_connections")
+	var p policyJSON
+	readJSON(t, pj, &p)
+	require.Len(t, p.Policies, 2)
+	assert.Zero(t, p.Policies[0].Mismatches, "capacity")
+	assert.Positive(t, p.Policies[1].Mismatches)
 }

@@ -28,22 +28,17 @@ func Lookup(name string) (Func, bool) {
 
 // ChooseLeastConnections is LiteLLM's least-busy routing (litellm/router_strategy/least_busy.py,
 // LeastBusyLoggingHandler): each deployment's in-flight count, incremented before the call and
-// decremented on success or failure, the minimum taken, ties broken by random.choice. nginx's
-// least_conn and HAProxy's leastconn are the same idea without weights. Unlike the capacity
-// scheduler it ignores the ceilings (a member with 47 of 48 slots busy ties with one with 47 of 96)
-// and every upstream signal.
-func ChooseLeastConnections(ms []Member, r *rand.Rand) int {
-	best, ties := -1, 0
+// decremented on success or failure, and the first deployment with the smallest count taken (a
+// strict < over its count map; random.choice only when that deployment is not among the healthy
+// ones). Here the first is the first eligible member in tier order. nginx's least_conn and
+// HAProxy's leastconn also take the fewest connections but rotate among ties (weighted round
+// robin). Unlike the capacity scheduler it ignores the ceilings (a member with 47 of 48 slots busy
+// ties with one with 47 of 96) and every upstream signal.
+func ChooseLeastConnections(ms []Member, _ *rand.Rand) int {
+	best := -1
 	for _, i := range eligible(ms) {
-		switch {
-		case best < 0 || ms[i].Active < ms[best].Active:
-			best, ties = i, 1
-		case ms[i].Active == ms[best].Active:
-			// Reservoir sampling keeps a uniform choice among the ties in one pass.
-			ties++
-			if r.IntN(ties) == 0 {
-				best = i
-			}
+		if best < 0 || ms[i].Active < ms[best].Active {
+			best = i
 		}
 	}
 	return best

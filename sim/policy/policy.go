@@ -35,8 +35,8 @@ func Reference(name string) bool {
 	return false
 }
 
-// Parse's refusals. Neither error carries the input: an unknown name is refused with the list of
-// the known ones, a repeated one is named (it is a known name).
+// Parse's refusals. Neither error carries the input: an unknown name is refused by its position
+// in the list, with the list of the known ones; a repeated one is named (it is a known name).
 var (
 	ErrUnknown  = errors.New("policy: unknown policy")
 	ErrRepeated = errors.New("policy: listed twice")
@@ -49,10 +49,12 @@ func Parse(list string) ([]string, error) {
 		return All(), nil
 	}
 	var out []string
-	for _, n := range strings.Split(list, ",") {
+	items := strings.Split(list, ",")
+	for i, n := range items {
 		n = strings.TrimSpace(n)
 		if !slices.Contains(All(), n) {
-			return nil, fmt.Errorf("%w (want one of %s, or all)", ErrUnknown, strings.Join(All(), ", "))
+			return nil, fmt.Errorf("%w: item %d of %d (want one of %s, or all)", ErrUnknown, i+1, len(items),
+				strings.Join(All(), ", "))
 		}
 		if slices.Contains(out, n) {
 			return nil, fmt.Errorf("%w: %s", ErrRepeated, n)
@@ -93,11 +95,13 @@ type Member struct {
 	Completion time.Duration
 }
 
-// eligible returns the indices of the eligible members.
+// eligible returns the indices of the members a policy may choose: eligible, and below the
+// ceiling even if Eligible said otherwise (admission would refuse a full member; a policy must
+// not depend on its caller folding the ceiling into Eligible).
 func eligible(ms []Member) []int {
 	var out []int
 	for i := range ms {
-		if ms[i].Eligible {
+		if ms[i].Eligible && ms[i].Active < ms[i].Ceiling {
 			out = append(out, i)
 		}
 	}

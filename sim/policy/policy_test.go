@@ -3,6 +3,7 @@ package policy
 import (
 	"errors"
 	"math/rand/v2"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -43,7 +44,10 @@ func TestChoices(t *testing.T) {
 		want []int // the set of indices the policy may choose; {-1}: none
 	}{
 		{"least connections: fewest leases", ChooseLeastConnections, []Member{m(3, 0, 0, 0), m(1, 9, 9, .9), m(2, 0, 0, 0)}, []int{1}},
-		{"least connections: ties at random", ChooseLeastConnections, []Member{m(1, 0, 0, 0), m(4, 0, 0, 0), m(1, 0, 0, 0)}, []int{0, 2}},
+		// LiteLLM's strict < keeps the first member with the fewest leases.
+		{"least connections: ties to the first in tier order", ChooseLeastConnections, []Member{m(4, 0, 0, 0), m(1, 0, 0, 0), m(2, 0, 0, 0), m(1, 0, 0, 0)}, []int{1}},
+		{"least connections: the first tie that is eligible", ChooseLeastConnections, []Member{off(m(1, 0, 0, 0)), m(1, 0, 0, 0), m(1, 0, 0, 0)}, []int{1}},
+		{"least connections: a full member never, whatever Eligible says", ChooseLeastConnections, []Member{{Eligible: true, Active: 16, Ceiling: 16}, m(15, 0, 0, 0)}, []int{1}},
 		{"least connections: ineligible never", ChooseLeastConnections, []Member{off(m(0, 0, 0, 0)), m(5, 0, 0, 0)}, []int{1}},
 		{"least connections: none eligible", ChooseLeastConnections, []Member{off(m(0, 0, 0, 0)), off(m(0, 0, 0, 0))}, []int{-1}},
 		{"random: every eligible member", ChooseRandom, []Member{m(9, 0, 0, 0), off(m(0, 0, 0, 0)), m(0, 0, 0, 0)}, []int{0, 2}},
@@ -52,15 +56,18 @@ func TestChoices(t *testing.T) {
 		{"power of two: tie goes to the first drawn", ChoosePowerOfTwo, []Member{m(0, 2, 0, 0), m(0, 1, 1, 0)}, []int{0, 1}},
 		// With three members the most loaded one never wins a pair.
 		{"power of two: the worst never wins", ChoosePowerOfTwo, []Member{m(0, 1, 0, 0), m(0, 2, 0, 0), m(0, 9, 9, 0)}, []int{0, 1}},
-		{"power of two: no sample falls back to leases", ChoosePowerOfTwo, []Member{{Eligible: true, Active: 0}, m(0, 3, 0, 0)}, []int{0}},
+		{"power of two: no sample falls back to leases", ChoosePowerOfTwo, []Member{{Eligible: true, Active: 0, Ceiling: 4}, m(0, 3, 0, 0)}, []int{0}},
 		{"power of two: one eligible", ChoosePowerOfTwo, []Member{off(m(0, 0, 0, 0)), m(7, 7, 7, 0)}, []int{1}},
 		{"queue+kv: shortest queue, same KV", ChooseQueueKV, []Member{m(0, 0, 6, .5), m(0, 0, 2, .5), m(0, 0, 4, .5)}, []int{1}},
 		{"queue+kv: KV decides when queues are equal", ChooseQueueKV, []Member{m(0, 0, 3, .9), m(0, 0, 3, .2)}, []int{1}},
 		// Queue scores 1 and 0 (weight 2 each) against KV 0.9 and 0.1: 2+0.2 < 0+1.8? no: 2.2 > 1.8.
 		{"queue+kv: weighted sum", ChooseQueueKV, []Member{m(0, 0, 0, .9), m(0, 0, 5, .1)}, []int{0}},
 		{"queue+kv: equal scores at random", ChooseQueueKV, []Member{m(0, 0, 1, .3), m(9, 9, 1, .3)}, []int{0, 1}},
-		{"queue+kv: stale sample is saturated", ChooseQueueKV, []Member{aged(m(0, 0, 0, 0), 3*time.Second), m(0, 0, 9, .8)}, []int{1}},
-		{"queue+kv: all stale still places", ChooseQueueKV, []Member{aged(m(0, 0, 0, 0), 3*time.Second), off(m(0, 0, 0, 0))}, []int{0}},
+		// The EPP's scorers read the last metrics whatever their age: a stale empty member still wins.
+		{"queue+kv: a stale sample is scored as it is", ChooseQueueKV, []Member{aged(m(0, 0, 0, 0), time.Minute), m(0, 0, 9, .8)}, []int{0}},
+		{"queue+kv: a stale loaded sample loses", ChooseQueueKV, []Member{aged(m(0, 0, 9, .8), time.Minute), m(0, 0, 0, 0)}, []int{1}},
+		// A member never sampled reads zeros, as a new endpoint's empty metrics do.
+		{"queue+kv: never sampled reads as empty", ChooseQueueKV, []Member{{Eligible: true, Ceiling: 4}, m(0, 0, 3, .5)}, []int{0}},
 		{"oracle: earliest completion", ChooseOracle, []Member{done(m(0, 0, 0, 0), 3*time.Second), done(m(9, 9, 9, .9), time.Second)}, []int{1}},
 		{"oracle: tie to fewer leases", ChooseOracle, []Member{done(m(4, 0, 0, 0), time.Second), done(m(2, 0, 0, 0), time.Second)}, []int{1}},
 		{"oracle: never completes still places", ChooseOracle, []Member{off(m(0, 0, 0, 0)), m(3, 0, 0, 0), m(1, 0, 0, 0)}, []int{2}},
@@ -121,6 +128,10 @@ func TestParse(t *testing.T) {
 	_, err = Parse("random,bogus")
 	require.ErrorIs(t, err, ErrUnknown)
 	assert.NotContains(t, err.Error(), "bogus", "no raw input in the error")
+	assert.Contains(t, err.Error(), "item 2 of 2", "the position of the unknown name")
+	_, err = Parse("bogus,random,oracle")
+	require.ErrorIs(t, err, ErrUnknown)
+	assert.Contains(t, err.Error(), "item 1 of 3")
 	_, err = Parse("random,random")
 	require.ErrorIs(t, err, ErrRepeated)
 	for _, n := range All() {
@@ -131,7 +142,7 @@ func TestParse(t *testing.T) {
 
 // Parse takes a command-line flag: whatever it is given, it returns a list of known, distinct
 // policies starting with capacity, or ErrUnknown (or the repeat error) without echoing the input.
-const unknownMessage = "policy: unknown policy (want one of capacity, round_robin, least_connections, random, power_of_two, queue_kv, oracle, or all)"
+var unknownMessage = regexp.MustCompile(`^policy: unknown policy: item [1-9][0-9]* of [1-9][0-9]* \(want one of capacity, round_robin, least_connections, random, power_of_two, queue_kv, oracle, or all\)$`)
 
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"all", "capacity", "oracle,random", " queue_kv , power_of_two ", "random,random", "", ",", "bogus", "all,oracle"} {
@@ -140,7 +151,7 @@ func FuzzParse(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		got, err := Parse(s)
 		if errors.Is(err, ErrUnknown) {
-			require.Equal(t, unknownMessage, err.Error(), "a fixed message, never the input")
+			require.Regexp(t, unknownMessage, err.Error(), "a fixed message and a position, never the input")
 			return
 		}
 		if errors.Is(err, ErrRepeated) {

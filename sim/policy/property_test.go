@@ -7,10 +7,11 @@ import (
 	"pgregory.net/rapid"
 )
 
-// Every reference policy chooses an eligible member whenever one exists and -1 otherwise, on any
+// Every reference policy chooses a member it may whenever one exists and -1 otherwise, on any
 // snapshot: whatever the leases, samples, ages and completions say, an ineligible member (not
-// ready, quiesced, ejected, a trial member already holding its one lease, or at its ceiling: the
-// simulator folds all of them into Eligible) is never chosen.
+// ready, quiesced, ejected, a trial member already holding its one lease) is never chosen, nor a
+// member at its ceiling. Eligible is drawn independently of the ceiling, so a policy that trusted
+// Eligible alone would choose a full member and fail the ceiling check on its own.
 func TestPropertyChoiceIsEligible(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		n := rapid.IntRange(2, 16).Draw(t, "members")
@@ -18,16 +19,19 @@ func TestPropertyChoiceIsEligible(t *testing.T) {
 		any := false
 		for i := range ms {
 			ceiling := rapid.Int64Range(1, 64).Draw(t, "ceiling")
-			active := rapid.Int64Range(0, ceiling).Draw(t, "active")
+			active := ceiling // at its ceiling half the time, so the ceiling check is exercised
+			if !rapid.Bool().Draw(t, "full") {
+				active = rapid.Int64Range(0, ceiling-1).Draw(t, "active")
+			}
 			ms[i] = Member{
-				Eligible: active < ceiling && rapid.Bool().Draw(t, "ready"),
+				Eligible: rapid.Bool().Draw(t, "ready"),
 				Active:   active, Ceiling: ceiling,
 				Load: Load{Known: rapid.Bool().Draw(t, "known"), Age: time.Duration(rapid.Int64Range(0, int64(5*time.Second)).Draw(t, "age")),
 					Running: rapid.Int64Range(0, 300).Draw(t, "running"), Waiting: rapid.Int64Range(0, 300).Draw(t, "waiting"),
 					KV: rapid.Float64Range(0, 1).Draw(t, "kv")},
 				Completion: time.Duration(rapid.Int64Range(0, int64(Never)).Draw(t, "completion")),
 			}
-			any = any || ms[i].Eligible
+			any = any || ms[i].Eligible && active < ceiling
 		}
 		r := src(rapid.Uint64().Draw(t, "seed"))
 		for _, name := range All() {

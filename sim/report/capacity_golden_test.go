@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"maps"
 	"os"
 	"slices"
 	"testing"
@@ -18,7 +19,8 @@ import (
 
 // goldenPath holds, per embedded scenario, the SHA-256 of the JSON report of its capacity run
 // (first goldenWindow of it), as the simulator produced it before reference policies existed
-// (commit a6e67c8). Regenerate it only on purpose: ANVIL_UPDATE_GOLDEN=1 go test -run
+// (commit a6e67c8); the five scenarios added with them (bursty-arrivals, outside-load, prompt-mix,
+// sixteen-members, unequal-speed) as main produced them at bd56474. Regenerate it only on purpose: ANVIL_UPDATE_GOLDEN=1 go test -run
 // TestCapacityRunUnchanged ./sim/report/.
 const goldenPath = "testdata/capacity-golden.json"
 
@@ -52,6 +54,8 @@ func TestCapacityRunUnchanged(t *testing.T) {
 	require.NoError(t, err)
 	var want map[string]string
 	require.NoError(t, json.Unmarshal(data, &want))
+	require.ElementsMatch(t, slices.Collect(maps.Keys(want)), slices.Collect(maps.Keys(got)),
+		"every embedded scenario with a capacity run has a golden, and only those")
 	for name, sum := range want {
 		require.Equal(t, sum, got[name], "capacity report of %s changed", name)
 	}

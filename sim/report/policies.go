@@ -45,12 +45,12 @@ type PolicyRow struct {
 	// reserved exactly what the policy chose.
 	CeilingViolations uint64 `json:"ceiling_violations"`
 	Mismatches        uint64 `json:"mismatches"`
-	// Ratios of goodput and of p99 end-to-end latency to the capacity scheduler's and the oracle's
-	// (0 when that run is absent or its figure is 0).
-	GoodputVsCapacity float64 `json:"goodput_vs_capacity"`
-	GoodputVsOracle   float64 `json:"goodput_vs_oracle"`
-	E2EP99VsCapacity  float64 `json:"e2e_p99_vs_capacity"`
-	E2EP99VsOracle    float64 `json:"e2e_p99_vs_oracle"`
+	// Ratios of goodput and of p99 end-to-end latency to the capacity scheduler's and the oracle's;
+	// nil (omitted from the JSON, "-" in the tables) when that run is absent or its figure is 0.
+	GoodputVsCapacity *float64 `json:"goodput_vs_capacity,omitempty"`
+	GoodputVsOracle   *float64 `json:"goodput_vs_oracle,omitempty"`
+	E2EP99VsCapacity  *float64 `json:"e2e_p99_vs_capacity,omitempty"`
+	E2EP99VsOracle    *float64 `json:"e2e_p99_vs_oracle,omitempty"`
 	// Shares are each member's share of the tier's admitted requests, in configured order.
 	Shares []MemberShare `json:"member_shares"`
 }
@@ -80,15 +80,32 @@ func Policies(sc *scenarios.Scenario, results []*sim.Result) *PolicyReport {
 	for i := range r.Rows {
 		row := &r.Rows[i]
 		if capRow != nil {
-			row.GoodputVsCapacity = ratio(row.GoodputRPS, capRow.GoodputRPS)
-			row.E2EP99VsCapacity = ratio(row.E2E.P99, capRow.E2E.P99)
+			row.GoodputVsCapacity = ratioOf(row.GoodputRPS, capRow.GoodputRPS)
+			row.E2EP99VsCapacity = ratioOf(row.E2E.P99, capRow.E2E.P99)
 		}
 		if oracleRow != nil {
-			row.GoodputVsOracle = ratio(row.GoodputRPS, oracleRow.GoodputRPS)
-			row.E2EP99VsOracle = ratio(row.E2E.P99, oracleRow.E2E.P99)
+			row.GoodputVsOracle = ratioOf(row.GoodputRPS, oracleRow.GoodputRPS)
+			row.E2EP99VsOracle = ratioOf(row.E2E.P99, oracleRow.E2E.P99)
 		}
 	}
 	return r
+}
+
+// ratioOf is a/b, or nil when b is 0: a ratio to nothing is missing, not 0.
+func ratioOf(a, b float64) *float64 {
+	if b == 0 {
+		return nil
+	}
+	r := a / b
+	return &r
+}
+
+// ratioCell renders a ratio, "-" when it is missing.
+func ratioCell(r *float64) string {
+	if r == nil {
+		return "-"
+	}
+	return f(*r, 3)
 }
 
 func policyRow(run *Run, res *sim.Result) PolicyRow {
@@ -176,9 +193,9 @@ func (r *PolicyReport) table() *table {
 		"itl p50 ms", "itl p99 ms", "e2e p50 s", "e2e p99 s", "p99 vs cap", "p99 vs oracle",
 		"refused", "queued", "engine queue ms", "violations"}, left: 1}
 	for _, row := range r.Rows {
-		t.row(row.Policy, f(row.GoodputRPS, 2), f(row.GoodputVsCapacity, 3), f(row.GoodputVsOracle, 3),
+		t.row(row.Policy, f(row.GoodputRPS, 2), ratioCell(row.GoodputVsCapacity), ratioCell(row.GoodputVsOracle),
 			ms(row.TTFT.P50), ms(row.TTFT.P99), ms(row.ITL.P50), ms(row.ITL.P99), f(row.E2E.P50, 2), f(row.E2E.P99, 2),
-			f(row.E2EP99VsCapacity, 3), f(row.E2EP99VsOracle, 3), u(row.Refused), u(row.Queued),
+			ratioCell(row.E2EP99VsCapacity), ratioCell(row.E2EP99VsOracle), u(row.Refused), u(row.Queued),
 			ms(row.EngineQueue), u(row.CeilingViolations+row.Mismatches))
 	}
 	return t
