@@ -186,6 +186,8 @@ func stringMutations(l leaf, key, cur string, set func(any) func(*config.Documen
 		return one(func(doc *config.Document) { moveHost(doc, l) })
 	case "tiers.replica_strategy":
 		return one(set(map[string]string{"capacity": "round_robin", "round_robin": "capacity"}[cur]))
+	case "tiers.engine":
+		return one(set(map[string]string{"sglang": "tgi", "vllm": "sglang"}[cur]))
 	case "tiers.api_key_env":
 		return one(set("OTHER_KEY"))
 	case "auth.callers.token_env":
@@ -218,7 +220,7 @@ func toDirect(doc *config.Document, l leaf) {
 			continue
 		}
 		t.Kind, t.Endpoint = ptr("direct"), t.Members[0].Endpoint
-		t.Host, t.Provenance, t.ReplicaStrategy, t.PassiveHealth, t.Members = nil, nil, nil, nil, nil
+		t.Host, t.Provenance, t.ReplicaStrategy, t.Engine, t.PassiveHealth, t.Members = nil, nil, nil, nil, nil, nil
 	}
 }
 
@@ -242,7 +244,7 @@ func moveHost(doc *config.Document, l leaf) {
 }
 
 // shownKeys are the string settings whose values a Change may show (enums and IDs).
-var shownKeys = []string{"log.format", "log.level", "aliases.tier", "tiers.kind", "tiers.replica_strategy"}
+var shownKeys = []string{"log.format", "log.level", "aliases.tier", "tiers.kind", "tiers.replica_strategy", "tiers.engine"}
 
 // TestDiffSweepsEveryLeaf changes each scalar of testdata/full.yaml (in its inline-token and its
 // token-file form) to another valid value and requires Diff to name it, RestartRequired to refuse it
