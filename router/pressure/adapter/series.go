@@ -14,7 +14,11 @@ import (
 // Each value must be a finite non-negative integer and the sum at most
 // scheduler.MaxRequestCount.
 func CountSignal(mf *dto.MetricFamily, modelLabel, servedModel string) scheduler.Metric {
-	values, ok := modelValues(mf, modelLabel, servedModel)
+	return countMetric(modelValues(mf, modelLabel, servedModel))
+}
+
+// countMetric is the summed count of values as CountSignal reads them; ok false is malformed.
+func countMetric(values []float64, ok bool) scheduler.Metric {
 	if !ok {
 		return scheduler.MalformedMetric()
 	}
@@ -23,7 +27,7 @@ func CountSignal(mf *dto.MetricFamily, modelLabel, servedModel string) scheduler
 	}
 	sum := 0.0
 	for _, v := range values {
-		if !(v >= 0 && v <= scheduler.MaxRequestCount) || math.Trunc(v) != v {
+		if !validCount(v) {
 			return scheduler.MalformedMetric()
 		}
 		sum += v // at most 64 engines' worth of integers below 2^53: exact
@@ -34,9 +38,18 @@ func CountSignal(mf *dto.MetricFamily, modelLabel, servedModel string) scheduler
 	return scheduler.Metric{Value: sum, Present: true}
 }
 
+// validCount reports whether v is a finite non-negative integer of at most MaxRequestCount.
+func validCount(v float64) bool {
+	return v >= 0 && v <= scheduler.MaxRequestCount && math.Trunc(v) == v
+}
+
 // FractionSignal takes the largest series' fraction over the model's series; each must be in 0..1.
 func FractionSignal(mf *dto.MetricFamily, modelLabel, servedModel string) scheduler.Metric {
-	values, ok := modelValues(mf, modelLabel, servedModel)
+	return fractionMetric(modelValues(mf, modelLabel, servedModel))
+}
+
+// fractionMetric is the largest of values as FractionSignal reads them; ok false is malformed.
+func fractionMetric(values []float64, ok bool) scheduler.Metric {
 	if !ok {
 		return scheduler.MalformedMetric()
 	}
@@ -62,29 +75,43 @@ const maxSeriesPerModel = 64
 // name, two series with the same label set (summing them would double count) and
 // more than maxSeriesPerModel series.
 func modelValues(mf *dto.MetricFamily, modelLabel, servedModel string) ([]float64, bool) {
-	if mf == nil {
-		return nil, true
-	}
-	if t := mf.GetType(); t != dto.MetricType_GAUGE && t != dto.MetricType_UNTYPED {
+	var values []float64
+	ok := eachSeries(mf, modelLabel, servedModel, func(_ []*dto.LabelPair, v float64) {
+		values = append(values, v)
+	})
+	if !ok {
 		return nil, false
 	}
-	var values []float64
+	return values, true
+}
+
+// eachSeries calls f with the labels and value of each of mf's series labelled
+// modelLabel=servedModel, or of every series when modelLabel is "" (an engine whose page names
+// no model). It refuses (false, after calling f for some series) what modelValues refuses; a nil
+// family has no series.
+func eachSeries(mf *dto.MetricFamily, modelLabel, servedModel string, f func([]*dto.LabelPair, float64)) bool {
+	if mf == nil {
+		return true
+	}
+	if t := mf.GetType(); t != dto.MetricType_GAUGE && t != dto.MetricType_UNTYPED {
+		return false
+	}
 	var sigs []string
 	for _, m := range mf.GetMetric() {
 		model, sig, ok := seriesIdentity(m.GetLabel(), modelLabel)
 		if !ok {
-			return nil, false
+			return false
 		}
-		if model != servedModel {
+		if modelLabel != "" && model != servedModel {
 			continue
 		}
-		if slices.Contains(sigs, sig) || len(values) == maxSeriesPerModel {
-			return nil, false
+		if slices.Contains(sigs, sig) || len(sigs) == maxSeriesPerModel {
+			return false
 		}
 		sigs = append(sigs, sig)
-		values = append(values, seriesValue(m))
+		f(m.GetLabel(), seriesValue(m))
 	}
-	return values, true
+	return true
 }
 
 // seriesIdentity returns the modelLabel value of a series (whether or not present) and a

@@ -1,0 +1,24 @@
+package adapter
+
+import (
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/anvil-llm/anvil/router/pressure"
+)
+
+// ReadSGLang keeps the series whose model_name equals servedModel exactly (SGLang labels every
+// scheduler series with its served model name) and reads sglang:num_running_reqs,
+// sglang:num_queue_reqs and sglang:token_usage. Request counts are summed over data-parallel
+// groups (dp_rank; a page without it is one group) and, within a group, the largest rank's series
+// is taken: with --enable-metrics-for-all-schedulers every tensor- and pipeline-parallel rank
+// repeats its group's batch and queue, and adding them would count each request once per rank.
+// KV usage is the fullest series, as for vLLM. token_usage is already a fraction of the KV token
+// pool; a value outside 0..1 is malformed. SGLang before 0.4 (sglang:num_requests_running and
+// sglang:num_requests_waiting) is not read: its pages carry no signal.
+func ReadSGLang(families map[string]*dto.MetricFamily, servedModel string) pressure.Sample {
+	return pressure.Sample{
+		Running: ReplicaCountSignal(families[sglangRunning], sglangModel, servedModel, sglangDPRank),
+		Waiting: ReplicaCountSignal(families[sglangWaiting], sglangModel, servedModel, sglangDPRank),
+		KVUsage: FractionSignal(families[sglangKVUsage], sglangModel, servedModel),
+	}
+}

@@ -1,0 +1,23 @@
+package adapter
+
+import (
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/anvil-llm/anvil/router/pressure"
+)
+
+// ReadTGI reads text-generation-inference's page, which names no model: it belongs to the one
+// model the member serves, as the readiness check verified from /v1/models, and servedModel only
+// has to be non-empty. Running is tgi_batch_current_size (requests in the batch being generated),
+// waiting tgi_queue_size. TGI prints no KV-cache usage; the KV signal is the share of the KV token
+// budget the current batch reserves, tgi_batch_current_max_tokens / tgi_batch_max_total_tokens:
+// each request reserves its prompt plus max_new_tokens, so this is at least the tokens the batch
+// really holds (an upper estimate). It is missing before TGI 2.4 (no budget on the page) and
+// until the first batch; a budget of 0 or a reservation above it is malformed.
+func ReadTGI(families map[string]*dto.MetricFamily, _ string) pressure.Sample {
+	return pressure.Sample{
+		Running: CountSignalAll(families[tgiRunning]),
+		Waiting: CountSignalAll(families[tgiWaiting]),
+		KVUsage: BlockFraction(SingleValue(families[tgiBatchTokens]), SingleValue(families[tgiTotalTokens])),
+	}
+}

@@ -1,0 +1,113 @@
+package adapter
+
+import (
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/scheduler"
+)
+
+// Columns of the TensorRT-LLM tables, in the order tabulate is asked for them.
+const (
+	trtColScheduled = iota
+	trtColActive
+	trtColWaiting
+)
+
+const (
+	trtColFraction = iota
+	trtColUsed
+	trtColMax
+)
+
+// ReadTRTLLM keeps the series whose model label equals servedModel exactly: the Triton model that
+// runs the TensorRT-LLM backend must be the model the tier serves (a page whose nv_trt_llm_*
+// series name only another Triton model, such as the tensorrt_llm model behind a served ensemble,
+// carries no signal). Each loaded version of the model (label version) has its own executor: the
+// running requests are request_type="scheduled" summed over versions, the waiting ones
+// request_type="waiting" summed (older backends without it: active minus scheduled, which is how
+// the backend computes it), and KV usage is the fullest version's kv_cache_block_type="fraction",
+// or used/max blocks where the backend prints no fraction. A version missing a series the others
+// have, active below scheduled, used above max or a max of 0 are malformed.
+func ReadTRTLLM(families map[string]*dto.MetricFamily, servedModel string) pressure.Sample {
+	var s pressure.Sample
+	req, ok := tabulate(families[trtRequests], trtModel, servedModel, trtVersion, trtRequestType,
+		trtScheduled, trtActive, trtWaitingType)
+	if ok {
+		s.Running = sumColumn(req, trtColScheduled)
+		s.Waiting = trtWaiting(req)
+	} else {
+		s.Running, s.Waiting = scheduler.MalformedMetric(), scheduler.MalformedMetric()
+	}
+	kv, ok := tabulate(families[trtKVBlocks], trtModel, servedModel, trtVersion, trtKVBlockType,
+		trtKVFraction, trtKVUsed, trtKVMax)
+	if ok {
+		s.KVUsage = trtKV(kv)
+	} else {
+		s.KVUsage = scheduler.MalformedMetric()
+	}
+	return s
+}
+
+// trtWaiting is the waiting column where the backend prints it, else active - scheduled per
+// version.
+func trtWaiting(rows []row) scheduler.Metric {
+	if covered(rows, trtColWaiting) != coveredNone {
+		return sumColumn(rows, trtColWaiting)
+	}
+	active, scheduled := sumColumn(rows, trtColActive), sumColumn(rows, trtColScheduled)
+	if !active.Present || !scheduled.Present || active.Malformed || scheduled.Malformed {
+		return worse(active, scheduled)
+	}
+	values := make([]float64, len(rows))
+	for i, r := range rows {
+		if r.vals[trtColActive] < r.vals[trtColScheduled] {
+			return scheduler.MalformedMetric()
+		}
+		values[i] = r.vals[trtColActive] - r.vals[trtColScheduled]
+	}
+	return countMetric(values, true)
+}
+
+// trtKV is the fullest version's KV fraction: the backend's own fraction, else used/max blocks.
+// Every version must yield one, or none does.
+func trtKV(rows []row) scheduler.Metric {
+	var out scheduler.Metric
+	present := 0
+	for _, r := range rows {
+		m := BlockFraction(cell(r, trtColUsed), cell(r, trtColMax))
+		if r.has[trtColFraction] {
+			m = fractionMetric([]float64{r.vals[trtColFraction]}, true)
+		}
+		if m.Malformed {
+			return m
+		}
+		if m.Present {
+			present++
+			out = scheduler.Metric{Value: max(out.Value, m.Value), Present: true}
+		}
+	}
+	if present != 0 && present != len(rows) {
+		return scheduler.MalformedMetric() // one version has a KV figure and another none
+	}
+	return out
+}
+
+// cell is one row's kind k as a metric: missing when the row lacks it.
+func cell(r row, k int) scheduler.Metric {
+	if !r.has[k] {
+		return scheduler.Metric{}
+	}
+	return scheduler.Metric{Value: r.vals[k], Present: true}
+}
+
+// worse is the less usable of two signals: malformed over missing over valid.
+func worse(a, b scheduler.Metric) scheduler.Metric {
+	switch {
+	case a.Malformed || b.Malformed:
+		return scheduler.MalformedMetric()
+	case !a.Present || !b.Present:
+		return scheduler.Metric{}
+	}
+	return a
+}
