@@ -64,8 +64,9 @@ func (s *Server) healthPath() string {
 	return "/health"
 }
 
-// tritonSteps are the models of a TensorRT-LLM repository besides the one requests are sent to.
-var tritonSteps = [...]string{"postprocessing", "preprocessing", enginepage.TRTLLMModel}
+// tritonSteps are the models of Triton's TensorRT-LLM inflight-batcher repository; the member's
+// served names are listed beside them (the first one runs the backend and labels its series).
+var tritonSteps = [...]string{"ensemble", "postprocessing", "preprocessing", enginepage.TRTLLMModel}
 
 // listEngineModels answers GET /v1/models in the member's engine's shape.
 func (s *Server) listEngineModels(c *gin.Context) {

@@ -30,7 +30,7 @@ func TestEngineModelsShape(t *testing.T) {
 		root          bool
 	}{
 		{"sglang", "sglang", []string{testModel}, true},
-		{"trtllm", "Triton Inference Server", []string{"postprocessing", "preprocessing", "tensorrt_llm", testModel}, false},
+		{"trtllm", "Triton Inference Server", []string{"ensemble", "postprocessing", "preprocessing", "tensorrt_llm", testModel}, false},
 		{"llamacpp", "llamacpp", []string{testModel}, false},
 		{"tgi", testModel, []string{testModel}, false},
 	} {
@@ -77,7 +77,7 @@ func TestEngineHealthPath(t *testing.T) {
 func TestEngineMetricsNames(t *testing.T) {
 	for _, tc := range []struct{ engine, family string }{
 		{"sglang", "sglang:num_running_reqs{engine_type=\"unified\",model_name=\"test-model\",pp_rank=\"0\",tp_rank=\"0\"} 0"},
-		{"trtllm", "nv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"waiting\",version=\"1\"} 0"},
+		{"trtllm", "nv_trt_llm_request_metrics{model=\"test-model\",request_type=\"waiting\",version=\"1\"} 0"},
 		{"llamacpp", "llamacpp:requests_deferred 0"},
 		{"tgi", "tgi_queue_size 0"},
 	} {

@@ -26,7 +26,7 @@ workload:
 
 func TestEmbeddedScenariosParse(t *testing.T) {
 	names := Names()
-	want := []string{"burst-queue", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage", "restart-intent", "rotation",
+	want := []string{"burst-queue", "decisive-unknown", "engine-llamacpp", "engine-sglang", "engine-tgi", "engine-trtllm", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage", "restart-intent", "rotation",
 		"sixteen-members-hour", "stale-telemetry", "tier-drain", "twenty-concurrent", "upstream-errors"}
 	assert.Equal(t, want, names)
 	for _, n := range names {

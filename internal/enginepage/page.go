@@ -29,8 +29,9 @@ const (
 	TGI      = "tgi"
 )
 
-// TRTLLMModel is the Triton model name the TensorRT-LLM backend reports its series under: the
-// repository's tensorrt_llm model, whatever name the ensemble in front of it is served by.
+// TRTLLMModel is the name the TensorRT-LLM backend's model has in Triton's inflight-batcher
+// repository. Its series are labelled with the name of the Triton model that runs the backend
+// (Options.Model), which need not be this one.
 const TRTLLMModel = "tensorrt_llm"
 
 // ErrUnknownEngine is New's error for an engine that is not one of Engines().
@@ -42,9 +43,9 @@ func Engines() []string { return []string{VLLM, SGLang, TRTLLM, LlamaCpp, TGI} }
 // Options say whose page it is.
 type Options struct {
 	Engine string // one of Engines(); "" is VLLM
-	// Model labels the series of the engines that name their model on the page (vLLM's and
-	// SGLang's model_name). TensorRT-LLM's series always name TRTLLMModel; llama.cpp and TGI name
-	// no model.
+	// Model labels the series of the engines that name their model on the page: vLLM's and
+	// SGLang's model_name, TensorRT-LLM's model (the Triton model that runs the backend); llama.cpp
+	// and TGI name no model.
 	Model string
 	// BlockSize is the engine's tokens per KV block: the token figures (SGLang's, TGI's, llama.cpp's)
 	// are blocks times this, so every engine's KV fraction is the same used/total.
