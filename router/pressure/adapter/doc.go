@@ -8,4 +8,10 @@
 // expfmt), so the simulator can hand its virtual members' families to the same adapters without a
 // network stack. Adapters are pure and total: any families yield a Sample, never a panic, with
 // each signal valid, missing (no series for the model: not zero) or malformed.
+//
+// Engines that label their series with the model (vLLM, SGLang, Triton TensorRT-LLM) are read
+// for exactly the served model. llama.cpp and TGI name no model on their page: it is taken as the
+// served model's, which the readiness check verified from /v1/models. The shared helpers
+// (CountSignal, FractionSignal, CountSignalAll, ReplicaCountSignal, BlockFraction, ...) hold the
+// bounds every adapter applies.
 package adapter

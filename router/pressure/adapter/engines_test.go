@@ -30,8 +30,14 @@ func readPage(t testing.TB, name string) []byte {
 	return b
 }
 
+// tb is what read needs of a test: *testing.T, *testing.B and *rapid.T all have it.
+type tb interface {
+	require.TestingT
+	Helper()
+}
+
 // read parses a page as the scrape shell does and hands it to the engine's adapter.
-func read(t testing.TB, engine string, page []byte, model string) (pressure.Sample, pressure.Class) {
+func read(t tb, engine string, page []byte, model string) (pressure.Sample, pressure.Class) {
 	t.Helper()
 	a, err := adapter.For(engine)
 	require.NoError(t, err)
@@ -68,7 +74,7 @@ func TestEngineFixtures(t *testing.T) {
 		// 23040 reserved tokens of a 65536-token budget.
 		{adapter.TGI, "tgi_3.txt", llama,
 			pressure.Sample{Running: present(14), Waiting: present(3), KVUsage: present(0.3515625)}},
-		// Before TGI 2.4 the page has no budget: KV missing.
+		// Before TGI 2.3.1 the page has no budget: KV missing.
 		{adapter.TGI, "tgi_2_3.txt", llama,
 			pressure.Sample{Running: present(14), Waiting: present(3), KVUsage: missing}},
 	}

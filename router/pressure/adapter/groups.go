@@ -49,26 +49,33 @@ func ReplicaCountSignal(mf *dto.MetricFamily, modelLabel, servedModel, groupLabe
 	return scheduler.Metric{Value: sum, Present: true}
 }
 
+// maxKinds bounds the kinds tabulate reads, so a row needs no allocation of its own.
+const maxKinds = 3
+
 // row is one group's series of a family (one Triton model version, say): the value of each kind
 // asked for, and whether the page had it.
 type row struct {
 	group string
-	vals  []float64
-	has   []bool
+	vals  [maxKinds]float64
+	has   [maxKinds]bool
 }
 
 // tabulate reads the served model's series of mf into one row per distinct groupLabel value, with
-// one column per kinds entry, picked by the series' kindLabel value; a series of another kind
-// only makes its group's row exist. Two series for one group and kind (told apart only by some other label) are ambiguous,
-// so the family is refused, as is anything eachSeries refuses.
+// one column per kinds entry (at most maxKinds), picked by the series' kindLabel value; a series
+// of another kind only makes its group's row exist. Two series for one group and kind (told apart
+// only by some other label) are ambiguous, so the family is refused, as is anything eachSeries
+// refuses.
 func tabulate(mf *dto.MetricFamily, modelLabel, servedModel, groupLabel, kindLabel string, kinds ...string) ([]row, bool) {
+	if len(kinds) > maxKinds {
+		return nil, false // a caller's mistake, refused rather than a panic
+	}
 	var rows []row
 	valid := true
 	ok := eachSeries(mf, modelLabel, servedModel, func(labels []*dto.LabelPair, v float64) {
 		name := labelValue(labels, groupLabel)
 		i := slices.IndexFunc(rows, func(r row) bool { return r.group == name })
 		if i < 0 {
-			rows = append(rows, row{group: name, vals: make([]float64, len(kinds)), has: make([]bool, len(kinds))})
+			rows = append(rows, row{group: name})
 			i = len(rows) - 1
 		}
 		k := slices.Index(kinds, labelValue(labels, kindLabel))

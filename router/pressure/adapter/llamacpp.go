@@ -10,8 +10,8 @@ const (
 	// gauge, tasks deferred because no slot was free ("Number of requests deferred").
 	llamaWaiting = "llamacpp:requests_deferred"
 	// gauge, fraction 0..1 of the context's KV cells in use, used cells / n_ctx ("KV-cache usage.
-	// 1 means 100 percent usage."). Removed with llama_kv_self_used_cells (2025): current servers
-	// print no KV figure at all.
+	// 1 means 100 percent usage."). Removed in ggml-org/llama.cpp#13660 (May 2025; see #22879):
+	// current servers print no KV figure at all.
 	llamaKVUsage = "llamacpp:kv_cache_usage_ratio"
 	// llamacpp:kv_cache_tokens (gauge, KV cells in use, "KV-cache tokens.", removed with
 	// llamaKVUsage) is not read: without n_ctx on the page it has no denominator.

@@ -14,7 +14,7 @@ const (
 	// gauge, tokens the current batch reserves: the sum over its requests of prompt plus
 	// max_new_tokens ("Maximum tokens for the current batch").
 	tgiBatchTokens = "tgi_batch_current_max_tokens"
-	// gauge, the KV token budget found at warmup (max_batch_total_tokens). Printed since TGI 2.4
+	// gauge, the KV token budget found at warmup (max_batch_total_tokens). Printed since TGI 2.3.1
 	// (2024-10, "Max token capacity metric"), without a HELP line: server.rs describes
 	// tgi_batch_total_tokens instead.
 	tgiTotalTokens = "tgi_batch_max_total_tokens"

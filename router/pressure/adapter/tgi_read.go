@@ -12,7 +12,7 @@ import (
 // waiting tgi_queue_size. TGI prints no KV-cache usage; the KV signal is the share of the KV token
 // budget the current batch reserves, tgi_batch_current_max_tokens / tgi_batch_max_total_tokens:
 // each request reserves its prompt plus max_new_tokens, so this is at least the tokens the batch
-// really holds (an upper estimate). It is missing before TGI 2.4 (no budget on the page) and
+// really holds (an upper estimate). It is missing before TGI 2.3.1 (no budget on the page) and
 // until the first batch; a budget of 0 or a reservation above it is malformed.
 func ReadTGI(families map[string]*dto.MetricFamily, _ string) pressure.Sample {
 	return pressure.Sample{
