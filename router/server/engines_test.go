@@ -119,3 +119,30 @@ func TestAnotherEnginesOrModelsPageIsUnknown(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineChangeReloadsLive: a reload that changes a capacity tier's engine is applied live, names
+// the change, and drops the tier's samples: members whose page the new engine cannot read turn
+// unknown (their fresh vLLM reading is not carried into the sglang tier), and a reload back reads
+// them fresh again.
+func TestEngineChangeReloadsLive(t *testing.T) {
+	ms := startMembers(t, 2) // vLLM fakes
+	yaml := func(e string) string {
+		return replicaYAML(ms, tierOpts{strategy: "capacity", engine: e, memberCeiling: 8})
+	}
+	rig := startReloadRig(t, yaml("vllm"), routerOptions{})
+	r := rig.router
+	waitPressure(t, r, map[string]scheduler.Freshness{"m00": scheduler.FreshnessFresh, "m01": scheduler.FreshnessFresh})
+
+	resp := rig.apply(t, yaml("sglang"))
+	assert.Contains(t, resp.Changes, "tiers.replicas.engine: vllm -> sglang")
+	p, err := r.srv.Pressure("replicas")
+	require.NoError(t, err)
+	assert.Equal(t, scheduler.UnknownPressure(), p["m00"], "the vLLM reading is not the sglang tier's")
+	before := ms[0].scrapes.Load()
+	untilPressure(t, r, func(p map[string]scheduler.Pressure) bool {
+		return ms[0].scrapes.Load() >= before+2 && p["m00"].Freshness() == scheduler.FreshnessUnknown
+	})
+
+	rig.apply(t, yaml("vllm"))
+	waitPressure(t, r, map[string]scheduler.Freshness{"m00": scheduler.FreshnessFresh, "m01": scheduler.FreshnessFresh})
+}
