@@ -84,3 +84,24 @@ func TestProberFollowsTheRule(t *testing.T) {
 	p.ProbeTargets(context.Background(), fresh)
 	assert.Equal(t, Ready, p.State().Verdicts("t")[1].Verdict)
 }
+
+// FuzzRuleCheckModels: the Triton rule only ever forgives the TensorRT-LLM steps: it finds the
+// served model exactly when the OpenAI rule does, is ready whenever the OpenAI rule is, and an
+// extra model under it is one under the OpenAI rule too.
+func FuzzRuleCheckModels(f *testing.F) {
+	f.Add(tritonList("ensemble", "postprocessing", "preprocessing", "tensorrt_llm", "tensorrt_llm_bls"), "ensemble")
+	f.Add(tritonList("ensemble", "whisper"), "ensemble")
+	f.Add(`{"data":[{"id":"tensorrt_llm"},{"id":"m","parent":"tensorrt_llm"}]}`, "tensorrt_llm")
+	f.Add(`{"data":[{"id":"ensemble"}]} x`, "ensemble")
+	f.Fuzz(func(t *testing.T, body, served string) {
+		openai, triton := RuleOpenAI.CheckModels([]byte(body), served), RuleTriton.CheckModels([]byte(body), served)
+		require.Contains(t, []Verdict{Ready, WrongModel, ExtraModel}, triton)
+		assert.Equal(t, openai == WrongModel, triton == WrongModel, "the served model is found by both or neither")
+		if openai == Ready {
+			assert.Equal(t, Ready, triton)
+		}
+		if triton == ExtraModel {
+			assert.Equal(t, ExtraModel, openai)
+		}
+	})
+}
