@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/internal/enginepage"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/adapter"
@@ -81,5 +82,32 @@ func BenchmarkAdapterOfPage(b *testing.B) {
 				_ = read(p.Families(), llama)
 			}
 		})
+	}
+}
+
+// TestTGIPrintsItsRequestSeriesFromTheFirstRequest: TGI's exporter prints a series only once it is
+// set, so before its first request a TGI member's page has only the warmup's token budget, and its
+// pressure is unknown (never an idle zero); every other engine prints its zeros from the start.
+func TestTGIPrintsItsRequestSeriesFromTheFirstRequest(t *testing.T) {
+	for _, e := range enginepage.Engines() {
+		read, err := adapter.For(e)
+		require.NoError(t, err)
+		p, err := enginepage.New(enginepage.Options{Engine: e, Model: llama, BlockSize: 16, MaxNumSeqs: 64})
+		require.NoError(t, err)
+		p.Set(engine.Metrics{TotalBlocks: 4000})
+		got := read(p.Families(), llama)
+		if e != enginepage.TGI {
+			assert.Equal(t, v(0), got.Running, e)
+			continue
+		}
+		var names []string
+		for _, mf := range p.Gather() {
+			names = append(names, mf.GetName())
+		}
+		assert.Equal(t, []string{"tgi_batch_max_total_tokens"}, names)
+		assert.Len(t, p.Families(), 1)
+		assert.Equal(t, pressure.ClassUnknown, adapter.Classify(got))
+		p.Set(engine.Metrics{TotalBlocks: 4000, Submitted: 1, Running: 1, UsedBlocks: 40})
+		assert.Equal(t, pressure.Sample{Running: v(1), Waiting: v(0), KVUsage: v(0.01)}, read(p.Families(), llama))
 	}
 }

@@ -11,6 +11,7 @@ import (
 type builder struct {
 	o    Options
 	page *Page
+	lazy bool // families built now appear only after the engine's first request
 }
 
 // series is one series of a family: its labels (name, value pairs) and its value.
@@ -19,7 +20,7 @@ type series struct {
 	of     func(engine.Metrics) float64
 }
 
-func (b *builder) family(name, help string, t dto.MetricType, ss ...series) {
+func (b *builder) family(name, help string, t dto.MetricType, ss ...series) *dto.MetricFamily {
 	mf := &dto.MetricFamily{Name: &name, Type: t.Enum()}
 	if help != "" {
 		mf.Help = &help
@@ -42,6 +43,11 @@ func (b *builder) family(name, help string, t dto.MetricType, ss ...series) {
 	}
 	b.page.families = append(b.page.families, mf)
 	b.page.byName[name] = mf
+	if !b.lazy {
+		b.page.early = append(b.page.early, mf)
+		b.page.earlyBy[name] = mf
+	}
+	return mf
 }
 
 func (b *builder) gauge(name, help string, ss ...series) {
@@ -50,6 +56,13 @@ func (b *builder) gauge(name, help string, ss ...series) {
 
 func (b *builder) counter(name, help string, ss ...series) {
 	b.family(name, help, dto.MetricType_COUNTER, ss...)
+}
+
+// setLazily makes the families built by f appear only once the engine has taken a request.
+func (b *builder) setLazily(f func()) {
+	b.lazy, b.page.lazy = true, true
+	f()
+	b.lazy = false
 }
 
 // one is a family's single series with the given labels.

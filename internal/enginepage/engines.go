@@ -109,7 +109,8 @@ func buildLlamaCpp(b *builder) {
 
 // Hugging Face TGI's router (backends/v3, metrics-exporter-prometheus): no labels, one model per
 // page. tgi_batch_current_max_tokens is what the running batch reserves, in tokens;
-// tgi_batch_max_total_tokens (TGI >= 2.4) the KV token budget.
+// tgi_batch_max_total_tokens (TGI >= 2.4) the KV token budget, set once at warmup. The exporter
+// prints a series only once it is first set, so the request series appear with the first request.
 const (
 	tgiRunning     = "tgi_batch_current_size"
 	tgiWaiting     = "tgi_queue_size"
@@ -118,10 +119,12 @@ const (
 )
 
 func buildTGI(b *builder) {
-	b.counter("tgi_request_count", "Total number of requests", one(func(m engine.Metrics) float64 { return float64(m.Submitted) }))
-	b.gauge(tgiWaiting, "Current queue size", one(waiting))
-	b.gauge(tgiRunning, "Current batch size", one(running))
-	b.gauge(tgiBatchTokens, "Maximum tokens for the current batch", one(b.tokens(used)))
+	b.setLazily(func() {
+		b.counter("tgi_request_count", "Total number of requests", one(func(m engine.Metrics) float64 { return float64(m.Submitted) }))
+		b.gauge(tgiWaiting, "Current queue size", one(waiting))
+		b.gauge(tgiRunning, "Current batch size", one(running))
+		b.gauge(tgiBatchTokens, "Maximum tokens for the current batch", one(b.tokens(used)))
+	})
 	if !b.o.Legacy {
 		b.gauge(tgiTotalTokens, "", one(b.tokens(total))) // printed without a HELP line
 	}

@@ -64,6 +64,12 @@ type Page struct {
 	families []*dto.MetricFamily
 	byName   map[string]*dto.MetricFamily
 	values   []value
+	// Families an engine prints only once they are first set (TGI's metrics-exporter gauges, at
+	// the first request): before the engine has taken one, the page is early's.
+	lazy      bool
+	untouched bool
+	early     []*dto.MetricFamily
+	earlyBy   map[string]*dto.MetricFamily
 }
 
 // value is one series' number and how it follows the engine's state.
@@ -81,8 +87,9 @@ func New(o Options) (*Page, error) {
 	if !ok {
 		return nil, ErrUnknownEngine
 	}
-	b := &builder{o: o, page: &Page{byName: map[string]*dto.MetricFamily{}}}
+	b := &builder{o: o, page: &Page{byName: map[string]*dto.MetricFamily{}, earlyBy: map[string]*dto.MetricFamily{}}}
 	build(b)
+	b.page.untouched = b.page.lazy
 	return b.page, nil
 }
 
@@ -91,15 +98,26 @@ func (p *Page) Set(m engine.Metrics) {
 	for _, v := range p.values {
 		*v.dst = v.of(m)
 	}
+	p.untouched = p.lazy && m.Submitted == 0
 }
 
 // Families returns the page keyed by family name, as an adapter reads it. The map and the families
 // are the page's own: they change at the next Set and must not be modified.
-func (p *Page) Families() map[string]*dto.MetricFamily { return p.byName }
+func (p *Page) Families() map[string]*dto.MetricFamily {
+	if p.untouched {
+		return p.earlyBy
+	}
+	return p.byName
+}
 
 // Gather returns the families in the order the engine prints them, for encoding as text. They are
 // the page's own, as in Families.
-func (p *Page) Gather() []*dto.MetricFamily { return slices.Clone(p.families) }
+func (p *Page) Gather() []*dto.MetricFamily {
+	if p.untouched {
+		return slices.Clone(p.early)
+	}
+	return slices.Clone(p.families)
+}
 
 // PressureFamilies names the families of an engine's page that carry the pressure the router reads
 // (running and waiting requests, KV usage, in every version the page can print): what a "missing

@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,6 +20,18 @@ import (
 func engineMember(t *testing.T, e, model string, seed uint64) *member {
 	t.Helper()
 	return startMemberWith(t, fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed, Engine: e})
+}
+
+// warmMember sends one short request straight to a member: an idle member that has served before. (TGI
+// prints its request series only from its first request; before it, its pressure is unknown.)
+func warmMember(t *testing.T, m *member) {
+	t.Helper()
+	resp, err := http.Post(m.URL()+"/v1/chat/completions", "application/json", strings.NewReader(
+		`{"model":"`+servedModel+`","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`))
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
 // capacityTelemetry reads GET /admin/v1/capacity and returns each member's telemetry of the tier.
@@ -53,6 +67,7 @@ func TestEveryEngineSteersToTheIdleMember(t *testing.T) {
 	for _, e := range fakevllm.Engines() {
 		t.Run(e, func(t *testing.T) {
 			ms := []*member{engineMember(t, e, servedModel, 1), engineMember(t, e, servedModel, 2)}
+			warmMember(t, ms[1])
 			slow(t, ms[0], 200)
 			r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", engine: e, memberCeiling: 8}))
 			flood(t, ms[0], 12)
@@ -101,6 +116,7 @@ func TestAnotherEnginesOrModelsPageIsUnknown(t *testing.T) {
 					odd = engineMember(t, e, "other/model", 2)
 				}
 				ms := []*member{engineMember(t, e, servedModel, 1), odd}
+				warmMember(t, ms[0])
 				r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", engine: e, memberCeiling: 8}))
 				// Two scrapes of the odd member started means its first one completed (one refresh
 				// at a time per member, the next due a second after the last completed).
