@@ -21,7 +21,7 @@ SOURCE_DATE_EPOCH := $(SOURCE_DATE_EPOCH)
 CA_BUNDLE         ?= /etc/ssl/certs/ca-certificates.crt
 IMAGE_OUT         := $(abspath $(IMAGE_DIR))
 
-.PHONY: all build test vet lint fmtcheck race policy demo sim bench fuzz clean image deploytest deploylint manifest
+.PHONY: all build test vet lint fmtcheck race policy demo sim bench fuzz clean image deploytest deploylint manifest calibrate-fake
 
 all: build
 
@@ -84,6 +84,13 @@ demo:
 
 sim:
 	$(GO) run ./cmd/anvil-sim run twenty-concurrent
+
+# calibrate-fake runs the qualification's calibration phase against real fake-vLLM members on
+# loopback and checks it recommends the ceiling the engine model implies (the simulator's sweep of the
+# same profile, workload, seed and SLO), within one step; then the simulator's own calibration tests.
+calibrate-fake:
+	$(GO) test -count=1 -run 'TestCalibration' ./qualification/
+	$(GO) test -count=1 ./internal/ceiling/ ./sim/calibrate/
 
 # bench runs the Go benchmarks, then a short anvil-bench compare on loopback (fake members directly
 # and behind the router); every report lands in bench/results/ (git-ignored).

@@ -36,7 +36,7 @@ const modulePath = "github.com/anvil-llm/anvil"
 // pure are DESIGN.md's PURE packages: standard library (and other pure packages) only, transitively;
 // no clock, no goroutines, no global random source, no logging or printing, no I/O, no locking.
 var pure = []string{"router/ident", "router/scheduler", "router/health", "engine", "sim/event",
-	"internal/jsonscan", "internal/sse", "internal/wav"}
+	"sim/policy", "internal/jsonscan", "internal/sse", "internal/wav", "internal/ceiling"}
 
 // quiet are packages held to the pure packages' code rules (no goroutines, no clock, no global
 // random source, no printing) without being pure: admission locks, the simulator writes its decision
@@ -44,19 +44,19 @@ var pure = []string{"router/ident", "router/scheduler", "router/health", "engine
 // and the capacity views project what they are handed (a scrape's goroutine is the caller's); the
 // walk (routing) takes time as values and locks its passive-health shell, and the request parser
 // formats its key errors.
-var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request",
+var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request", "sim/calibrate",
 	"internal/enginepage"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its request parser and cores, and the simulator that drives them.
-var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event",
+var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event", "sim/policy", "sim/calibrate",
 	"internal/enginepage"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
 // the router's wire models it reads answers into (the readiness rule, the decision summary). Never
 // admission, routing, the server, the simulator or the fake.
-var qualificationMay = []string{"bench", "internal/figure", "internal/jsonscan", "internal/sse", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
+var qualificationMay = []string{"bench", "internal/figure", "internal/ceiling", "internal/jsonscan", "internal/sse", "scenarios", "yamlschema", "router/manage", "router/ident", "router/readiness",
 	"router/decisionlog", "router/scheduler", "engine", "engine/profile"}
 
 // importRule is one "never" rule over a subject's imports: direct ones, or every package in its
@@ -127,6 +127,10 @@ func rules() []importRule {
 		{why: "the walk, its cores and the simulator link neither net/http nor viper",
 			subjects: netFree, applies: exact(netFree...), transitive: true,
 			forbids: func(_, dep string) bool { return dep == "net/http" || external(dep, "github.com/spf13/viper") }},
+		{why: "the walk, its cores and the simulator never link OpenTelemetry: tracing is a shell concern",
+			subjects: append([]string{"sim/report"}, netFree...),
+			applies:  func(rel string) bool { return slices.Contains(netFree, rel) || under(rel, "sim") }, transitive: true,
+			forbids: func(_, dep string) bool { return external(dep, "go.opentelemetry.io") }},
 		{why: "nothing under router/ depends on sim, fakevllm, bench, qualification or scenarios",
 			subjects: []string{"router/server", "sim", "fakevllm", "scenarios"}, applies: underAny("router"), transitive: true,
 			forbids: func(_, dep string) bool {
@@ -595,6 +599,8 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 			"writes package-level variable decisionlog.ErrConfig"},
 		{"uninitialized package variable", "router/relay", `var planted int`, "planted has no initializer"},
 		{"router depends on the simulator", "router/relay", `import "github.com/anvil-llm/anvil/sim"; var _ = sim.Run`, "router/relay depends on github.com/anvil-llm/anvil/sim"},
+		{"the walk links OpenTelemetry", "router/routing",
+			`import "go.opentelemetry.io/otel/trace"; var _ = trace.SpanKindServer`, "never link OpenTelemetry"},
 		{"gin outside the server", "router/routing", `import "github.com/gin-gonic/gin"; var _ = gin.New`, "gin appears only"},
 		{"client_golang outside its three homes", "router/decisionlog",
 			`import "github.com/prometheus/client_golang/prometheus"; var _ = prometheus.NewRegistry`, "client_golang appears only"},

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/anvil-llm/anvil/scenarios"
@@ -83,6 +84,7 @@ type call struct {
 	ep        Endpoint
 	shape     scenarios.Shape
 	ignoreEOS bool
+	tokens    *atomic.Int64 // counts output tokens as they arrive (Live.Tokens); nil: none
 }
 
 // send sends one request and fills rec's measurements: Start (since runStart), Chunks, End,
@@ -120,12 +122,15 @@ func (c *Client) send(ctx context.Context, k call, rec *Record, runStart time.Ti
 	case resp.StatusCode != http.StatusOK:
 		c.refusal(ctx, resp, rec, start)
 	case k.shape.Stream:
-		c.stream(ctx, k.ep, resp, rec, start)
+		c.stream(ctx, k.ep, k.tokens, resp, rec, start)
 	default:
 		c.ordinary(ctx, k.ep, resp, rec, start)
 	}
 	if !rec.Usage {
 		rec.PromptTokens, rec.OutputTokens = int64(rec.RequestedPrompt), int64(len(rec.Chunks))
+	}
+	if !k.shape.Stream && rec.Outcome == OK && k.tokens != nil {
+		k.tokens.Add(rec.OutputTokens)
 	}
 }
 
@@ -146,7 +151,7 @@ func (c *Client) refusal(ctx context.Context, resp *http.Response, rec *Record, 
 }
 
 // stream reads an SSE answer frame by frame, stamping each content frame.
-func (c *Client) stream(ctx context.Context, ep Endpoint, resp *http.Response, rec *Record, start time.Time) {
+func (c *Client) stream(ctx context.Context, ep Endpoint, tokens *atomic.Int64, resp *http.Response, rec *Record, start time.Time) {
 	if !mediaType(resp.Header.Get("Content-Type"), "text/event-stream") {
 		rec.End = time.Since(start)
 		rec.Outcome, rec.Detail = Malformed, DetailContentType
@@ -184,6 +189,9 @@ func (c *Client) stream(ctx context.Context, ep Endpoint, resp *http.Response, r
 		switch kind {
 		case frameToken:
 			rec.Chunks = append(rec.Chunks, at)
+			if tokens != nil {
+				tokens.Add(1)
+			}
 		case frameEnd:
 			rec.End = at
 			rec.Outcome, rec.Detail = afterEnd(sse, len(rec.Chunks))

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -353,4 +354,46 @@ func TestRequestOnTheWire(t *testing.T) {
 	assert.Equal(t, "text/event-stream", got.accept)
 	assert.JSONEq(t, `{"model":"m","messages":[{"role":"user","content":"`+strings.Repeat("x", 0)+string(newBodies(10).prose[:40])+`"}],"max_tokens":5,"ignore_eos":true,"stream":true,"stream_options":{"include_usage":true}}`, string(got.body))
 	assert.NotContains(t, string(got.body), "secret-token")
+}
+
+// The live token count (Live.Tokens, which anvil-qualify's calibration windows read) rises with
+// each content chunk as it arrives, and by an ordinary answer's output tokens when it ends; a
+// failed ordinary answer adds nothing.
+func TestLiveTokens(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var tokens atomic.Int64
+		seen := make(chan int64, 1)
+		c, base, stop := pipeServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			_, _ = io.Copy(io.Discard, r.Body)
+			if r.Header.Get("Accept") != "text/event-stream" {
+				w.Header().Set("Content-Type", "application/json")
+				_, _ = io.WriteString(w, `{"object":"chat.completion","choices":[{"message":{"role":"assistant","content":"hi"}}],"usage":{"prompt_tokens":7,"completion_tokens":3}}`)
+				return
+			}
+			sseHeaders(w)
+			flushWrite(w, roleChunk)
+			flushWrite(w, chatChunk("a"))
+			flushWrite(w, chatChunk(" b"))
+			time.Sleep(10 * time.Millisecond)
+			synctest.Wait() // the client has read both chunks
+			seen <- tokens.Load()
+			flushWrite(w, chatChunk(" c"))
+			flushWrite(w, finishChunk)
+			flushWrite(w, doneFrame)
+		}))
+		defer stop()
+		k := streamCall(base, 4, 3)
+		k.tokens = &tokens
+		rec := Record{Stream: true, RequestedPrompt: 4, RequestedOutput: 3}
+		c.send(t.Context(), k, &rec, time.Now())
+		require.Equal(t, OK, rec.Outcome, rec.Detail)
+		assert.Equal(t, int64(2), <-seen, "counted as the chunks arrived, before the answer ended")
+		assert.Equal(t, int64(3), tokens.Load())
+
+		k = call{url: base + Chat.Path(), model: "m", ep: Chat, shape: scenarios.Shape{Prompt: 4, Output: 3}, tokens: &tokens}
+		rec = Record{RequestedPrompt: 4, RequestedOutput: 3}
+		c.send(t.Context(), k, &rec, time.Now())
+		require.Equal(t, OK, rec.Outcome, rec.Detail)
+		assert.Equal(t, int64(6), tokens.Load(), "the ordinary answer's usage output tokens")
+	})
 }

@@ -52,6 +52,9 @@ func (t *Target) Info() TargetInfo {
 // early warning.
 type Live struct {
 	Sent, Done, Failed, InFlight atomic.Int64
+	// Tokens counts output tokens as they arrive: each content chunk of a stream, and an ordinary
+	// answer's output tokens when it ends, warm-up included (anvil-qualify's calibration windows read it).
+	Tokens atomic.Int64
 	// OnAllUnauthorized, when set, is called once, as soon as the run's first EarlyAnswers answers
 	// (warm-up included) have all been 401 Unauthorized, or at its end when it had fewer answers,
 	// all 401: almost surely a missing or wrong token. It gets the number of answers and runs on a
@@ -312,7 +315,8 @@ func (r *runner) do(ctx context.Context, ph *phase, id int, sh scenarios.Shape, 
 		Target: r.t.Name, Round: r.round, ID: id, Warmup: ph.warm, URL: u, Stream: sh.Stream, Scheduled: scheduled,
 		RequestedPrompt: sh.Prompt, RequestedOutput: sh.Output,
 	}
-	k := call{url: r.urls[u], model: r.t.Model, token: r.t.Token, ep: r.p.Endpoint, shape: sh, ignoreEOS: r.p.IgnoreEOS}
+	k := call{url: r.urls[u], model: r.t.Model, token: r.t.Token, ep: r.p.Endpoint, shape: sh, ignoreEOS: r.p.IgnoreEOS,
+		tokens: &r.live.Tokens}
 	r.s.send(ctx, k, &rec, ph.start)
 	r.file(&rec)
 	if r.auth.note(rec.Status) {

@@ -160,6 +160,7 @@ type Server struct {
 	handler *gin.Engine
 	ids     atomic.Uint64
 	applyMu sync.Mutex // serializes SetFaults
+	traces  traceLog   // traces.go
 
 	closeOnce sync.Once
 	closing   chan struct{} // closed by Close: releases hung /metrics handlers
@@ -258,12 +259,13 @@ func (s *Server) routes() *gin.Engine {
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(identify, s.recoverer)
-	r.POST("/v1/chat/completions", s.generate(endpointChat))
-	r.POST("/v1/completions", s.generate(endpointCompletions))
-	r.POST("/v1/responses", s.generate(endpointResponses))
-	r.POST("/v1/audio/transcriptions", s.transcribe(endpointTranscription))
-	r.POST("/v1/audio/translations", s.transcribe(endpointTranslation))
-	r.POST("/v1/audio/speech", s.speech)
+	v1 := r.Group("/v1", s.traces.record)
+	v1.POST("/chat/completions", s.generate(endpointChat))
+	v1.POST("/completions", s.generate(endpointCompletions))
+	v1.POST("/responses", s.generate(endpointResponses))
+	v1.POST("/audio/transcriptions", s.transcribe(endpointTranscription))
+	v1.POST("/audio/translations", s.transcribe(endpointTranslation))
+	v1.POST("/audio/speech", s.speech)
 	if s.vllm() {
 		r.GET("/v1/models", s.listModels)
 	} else {
@@ -273,6 +275,7 @@ func (s *Server) routes() *gin.Engine {
 	r.GET("/version", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"version": VLLMVersion}) })
 	r.GET("/metrics", s.serveMetrics)
 	r.GET("/admin/faults", s.getFaults)
+	r.GET("/admin/traces", s.getTraces)
 	r.PUT("/admin/faults", s.putFaults)
 	r.POST("/admin/faults", s.putFaults)
 	// FastAPI's answers for unknown paths and methods, as vLLM gives them.

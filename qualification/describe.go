@@ -64,13 +64,21 @@ func (p *Plan) Describe(w io.Writer, avail map[string]string) error {
 		{PhaseFailure, fmt.Sprintf("Under the same load (%s; the arrivals end as soon as the member is readmitted, so that duration only bounds a stuck run): waits until member `%s` holds requests, then **quiesces** it (reason `%s`), **drains** it (waits up to %s, cancels nothing), checks for %s that no request reaches it (the member's own /metrics, which also ties its ID to its URL, and the router's leases on it) while the rest of the tier holds requests, and **readmits** it. "+
 			"Changes the router's admission state and persisted intent for that member, through router/manage only. Every request must end ok or refused by admission; same accounting checks.",
 			bench.Describe(&fp), f.Member, QuiesceReason, f.DrainWait, f.Hold)},
+	}
+	if c := p.Phases.Calibration; c != nil {
+		steps = append(steps, struct{ name, what string }{PhaseCalibration, calibrationText(p, c)})
+	}
+	steps = append(steps, []struct{ name, what string }{
 		{PhaseRestoration, fmt.Sprintf("Readmits every member this run quiesced and has not readmitted, waits for the tier to hold no lease (up to %s in all), records the router's views after the run and checks that the tier's states, reasons, members and ceilings equal the preflight's.", p.Phases.RestoreTimeout)},
 		{PhaseGate, fmt.Sprintf("Verdict against the SLOs (%s) on the routed and sustained phases; writes verdict.json and promotion-request.md. Promotes nothing; a synthetic run is never promotable.", sloText(p.SLO))},
-	}
+	}...)
 	for i, s := range steps {
 		fmt.Fprintf(&b, "%d. **%s**: %s\n", i, s.name, s.what)
 	}
 	b.WriteString("\nArtifacts: plan.json and plan.md, phases/N-NAME.json and .md, raw/*.jsonl (anvil-bench raw records: `anvil-bench report` rebuilds any report), router/*-before.json and *-after.json, plots/*.png, verdict.json, promotion-request.json and .md, and manifest.json with the SHA-256 of every file (`anvil-qualify verify DIR`).\n")
+	if p.Phases.Calibration != nil {
+		b.WriteString("The calibration adds calibration/curve.json (the curve and the recommended max_concurrency), raw/calibration-N.jsonl per step and plots/calibration-latency-throughput.png.\n")
+	}
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -100,11 +100,14 @@ type MemberDoc struct {
 
 // PhasesDoc sizes the load phases.
 type PhasesDoc struct {
-	Matched        LoadDoc       `yaml:"matched"`
-	Sustained      LoadDoc       `yaml:"sustained"`
-	Failure        FailureDoc    `yaml:"failure"`
-	SampleEvery    time.Duration `yaml:"sample_every"`
-	RestoreTimeout time.Duration `yaml:"restore_timeout"`
+	Matched   LoadDoc    `yaml:"matched"`
+	Sustained LoadDoc    `yaml:"sustained"`
+	Failure   FailureDoc `yaml:"failure"`
+	// Calibration is the optional ceiling sweep against one member (calibration.go); absent, the
+	// run has no calibration phase.
+	Calibration    *CalibrationDoc `yaml:"calibration"`
+	SampleEvery    time.Duration   `yaml:"sample_every"`
+	RestoreTimeout time.Duration   `yaml:"restore_timeout"`
 }
 
 // LoadDoc is a phase's size: a request count or an arrival window, and warm-up requests.

@@ -16,6 +16,8 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(minimal, "strategy: capacity", "strategy: round_robin", 1)))
 	f.Add([]byte(minimal + "approval:\n  digest: hmac-sha256:" + strings.Repeat("0", 64) + "\n"))
 	f.Add([]byte("qualification: a\nrouter: {url: 'http://x', alias: c}\n"))
+	f.Add([]byte(withCalibration("{max_concurrency: 64, step: 8, window: 2s, ttft_p99: 1s, itl_p99: 40ms}")))
+	f.Add([]byte(withCalibration("{max_concurrency: 0}")))
 	f.Add([]byte("{"))
 	f.Add([]byte("a: &x 1\nb: *x\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -38,6 +40,17 @@ func FuzzParse(f *testing.F) {
 		for _, bp := range []func() error{p.matchedPlanValid, p.sustainedPlanValid, p.failurePlanValid} {
 			if err := bp(); err != nil {
 				t.Fatalf("a parsed plan whose load the bench refuses: %v", err)
+			}
+		}
+		if c := p.Phases.Calibration; c != nil {
+			steps := c.Steps()
+			if len(steps) < 1 || len(steps) > maxCalibrationSteps || steps[len(steps)-1] != c.MaxConcurrency {
+				t.Fatalf("a calibration of %d steps up to %d", len(steps), c.MaxConcurrency)
+			}
+			for _, n := range []int{1, c.MaxConcurrency} {
+				if bp := p.calibrationPlan(c, n); bp.Validate() != nil {
+					t.Fatalf("a parsed calibration whose step %d the bench refuses", n)
+				}
 			}
 		}
 		if !strings.HasPrefix(p.Fingerprint(), "sha256:") {

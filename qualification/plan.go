@@ -114,6 +114,9 @@ type PhasesPlan struct {
 	Matched   Load    `json:"matched"`
 	Sustained Load    `json:"sustained"`
 	Failure   Failure `json:"failure"`
+	// Calibration is the ceiling sweep, nil when the file plans none (the resolved plan of a file
+	// without one is unchanged, and so is its fingerprint).
+	Calibration *Calibration `json:"calibration,omitempty"`
 	// SustainedClients is the closed loop of the sustained and failure phases: the tier's ceiling.
 	SustainedClients int           `json:"sustained_clients"`
 	SampleEvery      time.Duration `json:"sample_every_ns"`
@@ -152,7 +155,7 @@ func Parse(data []byte) (*Plan, error) {
 		return nil, err
 	}
 	p := &Plan{Format: PlanFormat}
-	for _, step := range []func(*File) error{p.general, p.router, p.tier, p.workload, p.phases, p.slo, p.approval} {
+	for _, step := range []func(*File) error{p.general, p.router, p.tier, p.workload, p.phases, p.slo, p.calibrationStep, p.approval} {
 		if err := step(&f); err != nil {
 			return nil, err
 		}

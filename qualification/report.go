@@ -15,16 +15,19 @@ const PhaseFormat = "anvil-qualify-phase/1"
 
 // Phases, in the order a run performs them.
 const (
-	PhasePreflight   = "preflight"
-	PhaseBaseline    = "baseline"
-	PhaseRouted      = "routed"
-	PhaseSustained   = "sustained"
-	PhaseFailure     = "failure"
+	PhasePreflight = "preflight"
+	PhaseBaseline  = "baseline"
+	PhaseRouted    = "routed"
+	PhaseSustained = "sustained"
+	PhaseFailure   = "failure"
+	// PhaseCalibration runs after failure, only when the plan has phases.calibration.
+	PhaseCalibration = "calibration"
 	PhaseRestoration = "restoration"
 	PhaseGate        = "gate"
 )
 
-// PhaseNames lists the phases in order.
+// PhaseNames lists the phases of a run in order, without the optional calibration phase (which,
+// when planned, comes after failure).
 func PhaseNames() []string {
 	return []string{PhasePreflight, PhaseBaseline, PhaseRouted, PhaseSustained, PhaseFailure, PhaseRestoration, PhaseGate}
 }
@@ -64,7 +67,9 @@ type PhaseReport struct {
 	Comparison *bench.Comparison   `json:"comparison,omitempty"`
 	Samples    *SampleStats        `json:"capacity_samples,omitempty"`
 	Verdict    *Verdict            `json:"verdict,omitempty"`
-	Files      []string            `json:"files,omitempty"`
+	// Calibration is the calibration phase's curve and recommendation.
+	Calibration *CalibrationResult `json:"calibration,omitempty"`
+	Files       []string           `json:"files,omitempty"`
 }
 
 // Check is one thing a phase verified. Detail is fixed words and numbers, never a raw answer.
@@ -176,6 +181,9 @@ func (r *PhaseReport) Markdown(w io.Writer) error {
 	}
 	if r.Verdict != nil {
 		r.Verdict.markdown(&b, false)
+	}
+	if r.Calibration != nil {
+		r.Calibration.markdown(&b)
 	}
 	if _, err := w.Write(b.Bytes()); err != nil {
 		return err

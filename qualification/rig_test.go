@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/anvil-llm/anvil/engine"
 	"github.com/anvil-llm/anvil/engine/profile"
 	"github.com/anvil-llm/anvil/fakevllm"
 	"github.com/anvil-llm/anvil/qualification"
@@ -36,9 +37,11 @@ type rig struct {
 	intent  string
 }
 
-// rigOptions vary the rig: the model each member serves (default rigModel).
+// rigOptions vary the rig: the model each member serves (default rigModel) and the members'
+// engine profile (default tiny).
 type rigOptions struct {
-	models [2]string
+	models  [2]string
+	profile *engine.Profile
 }
 
 func startRig(t *testing.T, o rigOptions) *rig {
@@ -46,6 +49,9 @@ func startRig(t *testing.T, o rigOptions) *rig {
 	ctx := t.Context()
 	tiny, err := profile.Lookup("tiny")
 	require.NoError(t, err)
+	if o.profile != nil {
+		tiny = *o.profile
+	}
 	rg := &rig{intent: filepath.Join(t.TempDir(), "intent.json")}
 	for i, model := range o.models {
 		if model == "" {
@@ -121,6 +127,21 @@ const rigFailure = "{member: m1, duration: 10m, hold: 200ms, drain_wait: 10m}"
 // (gate_test covers the latency checks).
 func (rg *rig) qualYAML(t *testing.T, output, failure string) string {
 	t.Helper()
+	return rg.qualYAMLWith(t, output, failure, qualExtra{})
+}
+
+// qualExtra varies qualYAML: more phases keys (indented under phases:), such as a calibration, and
+// another output length distribution (a flow mapping).
+type qualExtra struct {
+	phases, outputTokens string
+}
+
+// qualYAMLWith is qualYAML varied by x.
+func (rg *rig) qualYAMLWith(t *testing.T, output, failure string, x qualExtra) string {
+	t.Helper()
+	if x.outputTokens == "" {
+		x.outputTokens = "{dist: uniform, min: 16, max: 48}"
+	}
 	body := fmt.Sprintf(`qualification: rig
 output: %s
 seed: 5
@@ -143,17 +164,17 @@ tier:
 workload:
   closed: {clients: 4}
   prompt_tokens: {dist: constant, value: 16}
-  output_tokens: {dist: uniform, min: 16, max: 48}
+  output_tokens: %s
   streaming: 0.7
 phases:
   matched: {requests: 40, warmup: 4}
   sustained: {duration: 1s}
   failure: %s
-  sample_every: 100ms
+%s  sample_every: 100ms
   restore_timeout: 10m
 slo:
   min_success: 0.99
-`, output, rg.url, rigTier, rigModel, fakevllm.VLLMVersion, rg.members[0].URL(), rg.members[1].URL(), failure)
+`, output, rg.url, rigTier, rigModel, fakevllm.VLLMVersion, rg.members[0].URL(), rg.members[1].URL(), x.outputTokens, failure, x.phases)
 	p, err := qualification.Parse([]byte(body))
 	require.NoError(t, err)
 	d, err := qualification.Digest(rigApproval, p.Fingerprint())

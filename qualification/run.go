@@ -114,13 +114,8 @@ func Run(ctx context.Context, p *Plan, a Approval, o Options) (*Result, error) {
 
 	res := &Result{Dir: r.dir.path}
 	stop := ""
-	for i, ph := range []struct {
-		name string
-		run  func(context.Context, *PhaseReport)
-	}{
-		{PhasePreflight, r.preflight}, {PhaseBaseline, r.baseline}, {PhaseRouted, r.routed},
-		{PhaseSustained, r.sustained}, {PhaseFailure, r.failure},
-	} {
+	phases := r.loadPhases()
+	for i, ph := range phases {
 		rep := r.begin(ph.name, i)
 		switch {
 		case stop != "":
@@ -147,12 +142,12 @@ func Run(ctx context.Context, p *Plan, a Approval, o Options) (*Result, error) {
 	// Restoration and the gate run whatever happened, on a context the interruption does not end.
 	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), p.Phases.RestoreTimeout)
 	defer cancel()
-	rest := r.begin(PhaseRestoration, 5)
+	rest := r.begin(PhaseRestoration, len(phases))
 	r.restore(rctx, rest)
 	r.end(rest)
 	res.Phases = append(res.Phases, *rest)
 
-	gate := r.begin(PhaseGate, 6)
+	gate := r.begin(PhaseGate, len(phases)+1)
 	res.Verdict = r.gate(res.Phases, ctx.Err() != nil, gate)
 	r.end(gate)
 	res.Phases = append(res.Phases, *gate)
@@ -162,6 +157,24 @@ func Run(ctx context.Context, p *Plan, a Approval, o Options) (*Result, error) {
 	r.keep(err)
 	res.Manifest = m
 	return res, r.writeErr
+}
+
+// phaseStep is one phase of the sequence before restoration and the gate.
+type phaseStep struct {
+	name string
+	run  func(context.Context, *PhaseReport)
+}
+
+// loadPhases is the sequence: preflight, the four load phases and, when planned, calibration.
+func (r *runner) loadPhases() []phaseStep {
+	phases := []phaseStep{
+		{PhasePreflight, r.preflight}, {PhaseBaseline, r.baseline}, {PhaseRouted, r.routed},
+		{PhaseSustained, r.sustained}, {PhaseFailure, r.failure},
+	}
+	if r.p.Phases.Calibration != nil {
+		phases = append(phases, phaseStep{PhaseCalibration, r.calibration})
+	}
+	return phases
 }
 
 // keep remembers the first artifact error; the run goes on (restoration must happen) and Run

@@ -17,6 +17,8 @@ type Streams struct {
 	// Engines seeds the members' engines (their step-time jitter). It has its own stream so that
 	// adding a member, or an engine revival, never shifts the scrape jitter.
 	Engines *rand.Rand
+	// Outside draws the members' outside load (Member.OutsideRate): its arrivals and shapes.
+	Outside *rand.Rand
 }
 
 // Stream salts: fixed constants, so a stream's sequence depends only on the seed and its name.
@@ -26,9 +28,10 @@ const (
 	saltFaults   = 0x6661756c74730000 // "faults"
 	saltJitter   = 0x6a69747465720000 // "jitter"
 	saltEngines  = 0x656e67696e657300 // "engines"
+	saltOutside  = 0x6f75747369646500 // "outside"
 )
 
-// NewStreams derives the five streams from seed.
+// NewStreams derives the six streams from seed.
 func NewStreams(seed uint64) Streams {
 	return Streams{
 		Arrivals: rand.New(rand.NewPCG(seed, saltArrivals)),
@@ -36,6 +39,7 @@ func NewStreams(seed uint64) Streams {
 		Faults:   rand.New(rand.NewPCG(seed, saltFaults)),
 		Jitter:   rand.New(rand.NewPCG(seed, saltJitter)),
 		Engines:  rand.New(rand.NewPCG(seed, saltEngines)),
+		Outside:  rand.New(rand.NewPCG(seed, saltOutside)),
 	}
 }
 

@@ -26,8 +26,10 @@ workload:
 
 func TestEmbeddedScenariosParse(t *testing.T) {
 	names := Names()
-	want := []string{"burst-queue", "decisive-unknown", "engine-llamacpp", "engine-sglang", "engine-tgi", "engine-trtllm", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage", "restart-intent", "rotation",
-		"sixteen-members-hour", "stale-telemetry", "tier-drain", "twenty-concurrent", "upstream-errors"}
+	want := []string{"burst-queue", "bursty-arrivals", "decisive-unknown", "engine-llamacpp", "engine-sglang", "engine-tgi", "engine-trtllm",
+		"failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage",
+		"outside-load", "prompt-mix", "restart-intent", "rotation", "sixteen-members-hour", "sixteen-members", "stale-telemetry", "tier-drain", "twenty-concurrent",
+		"unequal-speed", "upstream-errors"}
 	assert.Equal(t, want, names)
 	for _, n := range names {
 		t.Run(n, func(t *testing.T) {
@@ -106,6 +108,8 @@ func TestParseErrors(t *testing.T) {
 		{"one member", strings.Replace(minimal, "    - {id: b, max_concurrency: 2}\n", "", 1), "tier.members", "2-16 members"},
 		{"duplicate member", strings.Replace(minimal, "id: b,", "id: a,", 1), "tier.members[1].id", "duplicate member id"},
 		{"unknown profile", strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, profile: gpt9}", 1), "tier.members[1].profile", "unknown engine profile"},
+		{"negative outside load", strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: -1}", 1), "tier.members[1].outside_rate", "requests per second"},
+		{"outside load too high", strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: 1001}", 1), "tier.members[1].outside_rate", "requests per second"},
 		{"both loops", strings.Replace(minimal, "closed: {clients: 2}", "closed: {clients: 2}\n  open: {process: poisson, rate: 1}", 1), "workload", "exactly one of closed and open"},
 		{"bad process", strings.Replace(minimal, "closed: {clients: 2}", "open: {process: burst, rate: 1}", 1), "workload.open.process", "poisson, gamma or constant"},
 		{"gamma needs shape", strings.Replace(minimal, "closed: {clients: 2}", "open: {process: gamma, rate: 1}", 1), "workload.open.shape", "required for gamma"},
@@ -210,6 +214,10 @@ func FuzzParse(f *testing.F) {
 			require.NotEmpty(t, g.Name)
 			require.NotEmpty(t, g.Run)
 		}
+		for _, m := range sc.Tier.Members {
+			require.True(t, m.OutsideRate >= 0 && m.OutsideRate <= MaxOutsideRate)
+		}
+		require.LessOrEqual(t, sc.ExpectedWork(), float64(MaxRequests))
 		for _, e := range sc.Events {
 			if e.Member != "" {
 				_, ok := sc.EverMember(e.Member)
@@ -218,6 +226,22 @@ func FuzzParse(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Outside load is work too: a scenario whose members' outside_rate alone would send more than
+// MaxRequests is refused at load time like an open loop that would.
+func TestExpectedWorkCountsOutsideLoad(t *testing.T) {
+	doc := strings.Replace(strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: 1000}", 1),
+		"duration: 10s", "duration: 13h", 1)
+	_, err := Parse([]byte(doc))
+	require.ErrorIs(t, err, ErrInvalid)
+	assert.Contains(t, err.Error(), "would send more than")
+	sc, err := Parse([]byte(strings.Replace(minimal, "{id: b, max_concurrency: 2}", "{id: b, max_concurrency: 2, outside_rate: 10}", 1)))
+	require.NoError(t, err)
+	closed := *sc
+	closed.Tier.Members = append([]Member(nil), sc.Tier.Members...)
+	closed.Tier.Members[1].OutsideRate = 0
+	assert.InDelta(t, 10*10, sc.ExpectedWork()-closed.ExpectedWork(), 1e-9, "rate x duration on top of the router's load")
 }
 
 func TestExpectedWork(t *testing.T) {

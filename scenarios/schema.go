@@ -100,6 +100,10 @@ type Member struct {
 	MaxConcurrency int64   `yaml:"max_concurrency"` // router-side ceiling; required in capacity mode
 	Profile        string  `yaml:"profile"`         // engine profile name; default "8b-h100"
 	StepScale      float64 `yaml:"step_scale"`      // step-time multiplier, 2 = half as fast; default 1
+	// OutsideRate is load the router cannot see: requests per second (Poisson, the workload's
+	// shapes) that other clients send straight to the member's engine. The member's telemetry
+	// counts them; the router holds no lease for them. Default 0; at most MaxOutsideRate.
+	OutsideRate float64 `yaml:"outside_rate"`
 }
 
 // Workload says who sends what. Exactly one of Closed and Open is set.

@@ -25,6 +25,7 @@ const (
 	MaxWindows      = 16
 	MaxScrapeJitter = time.Minute
 	MaxStepScale    = engine.MaxStepScale
+	MaxOutsideRate  = 1000.0 // a member's outside load, requests per second
 	MaxUpstream     = 24 * time.Hour
 	// MaxRequests bounds a run's total work: the requests an open loop sends (rate x duration) or
 	// the most a closed loop can send (clients x duration / its shortest request cycle).
@@ -174,6 +175,9 @@ func (m *Member) validate(path string, before []Member) error {
 	}
 	if m.StepScale < 0 || m.StepScale > MaxStepScale {
 		return invalidf(path+".step_scale", "must be in (0, %g]", MaxStepScale)
+	}
+	if !(m.OutsideRate >= 0 && m.OutsideRate <= MaxOutsideRate) {
+		return invalidf(path+".outside_rate", "must be 0-%g requests per second", MaxOutsideRate)
 	}
 	return nil
 }

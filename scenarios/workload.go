@@ -66,15 +66,20 @@ func (s *Scenario) validateWork() error {
 // ExpectedWork is an upper estimate of the requests the run sends. An open loop sends rate x
 // duration. A closed-loop client sends at most one request per cycle, and a cycle lasts at least
 // the backoff (a refused or failed request) or the think time plus one engine step (a success
-// needs at least one step), whichever is shorter.
+// needs at least one step), whichever is shorter. The members' outside load adds its rate x
+// duration: the engines run those requests too.
 func (s *Scenario) ExpectedWork() float64 {
 	d := s.Duration.Seconds()
+	var outside float64
+	for _, m := range s.Tier.Members {
+		outside += float64(m.OutsideRate * d) // explicit: no fused multiply-add (see Dist.Sample)
+	}
 	if o := s.Workload.Open; o != nil {
-		return o.Rate * d
+		return float64(o.Rate*d) + outside
 	}
 	c := s.Workload.Closed
 	cycle := min(c.Backoff, c.Think+s.shortestStep())
-	return float64(c.Clients) * d / max(cycle.Seconds(), 1e-9)
+	return float64(float64(c.Clients)*d/max(cycle.Seconds(), 1e-9)) + outside
 }
 
 // shortestStep is a lower bound of any member's engine step: its base step time under the

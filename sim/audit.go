@@ -209,6 +209,9 @@ func (w *world) view(i int, hv []health.MemberHealth) memberView {
 	if w.press != nil {
 		v.freshness, v.ppm = w.press.expected(i, w.now)
 	}
+	if p := w.pol; p != nil && p.pick >= 0 && p.pick != i {
+		v.eligible = false // the policy's snapshot left only its choice ready
+	}
 	return v
 }
 

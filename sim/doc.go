@@ -37,5 +37,7 @@
 // front, the sim's books of the ceilings and members in force, the reload audit after every event,
 // and ReloadFault, the wrong reloads the gates must catch), audit.go (the T012 invariants and
 // decision evidence checks), dispatches.go (the member-side one-attempt reconciliation), series.go
-// (lease accounting and timelines), result.go (what a run returns).
+// (lease accounting and timelines), result.go (what a run returns), policies.go (a reference
+// placement policy of sim/policy choosing the member through the same walk, and the oracle's
+// forward runs on cloned engines), outside.go (members' outside load, which the router never sees).
 package sim

@@ -10,19 +10,21 @@ import (
 type kind uint8
 
 const (
-	evEngine       kind = iota // a member's engine reached its next step end: a = member, b = wake generation
-	evCut                      // a stream-close fault cuts request a
-	evCancel                   // the client of request a gives up
-	evUpstreamErr              // member answered request a with an HTTP error
-	evTimeout                  // the earliest live upstream timer of kind a expired
-	evAction                   // scenario event a
-	evProbe                    // readiness probe of every member
-	evScrapeDone               // worker a finished its scrape
-	evWorkers                  // idle workers look for queued refreshes
-	evArrival                  // a request arrives: a = closed-loop client, -1 for the open loop
-	evStop                     // the run's duration is over: no more arrivals
-	evQueueTimeout             // queued request a reached its queue deadline
-	evReload                   // scenario reload a
+	evEngine        kind = iota // a member's engine reached its next step end: a = member, b = wake generation
+	evCut                       // a stream-close fault cuts request a
+	evCancel                    // the client of request a gives up
+	evUpstreamErr               // member answered request a with an HTTP error
+	evTimeout                   // the earliest live upstream timer of kind a expired
+	evAction                    // scenario event a
+	evProbe                     // readiness probe of every member
+	evScrapeDone                // worker a finished its scrape
+	evWorkers                   // idle workers look for queued refreshes
+	evArrival                   // a request arrives: a = closed-loop client, -1 for the open loop
+	evStop                      // the run's duration is over: no more arrivals
+	evQueueTimeout              // queued request a reached its queue deadline
+	evReload                    // scenario reload a
+	evPolicyRefresh             // a reference policy's own telemetry round (policies.go)
+	evOutside                   // an outside request reaches member a's engine (outside.go)
 )
 
 // Priorities order events within one instant (sim/event's tie rule 2). Lease releases come first,
@@ -67,6 +69,8 @@ func (w *world) start() {
 		w.push(w.sc.Workload.Open.Gap(w.streams.Arrivals), prioArrival, ev{kind: evArrival, a: -1})
 	}
 	w.push(w.sc.Duration, prioStop, ev{kind: evStop})
+	w.startPolicy()
+	w.startOutside()
 	w.progress = w.sc.Duration / 100
 }
 
@@ -127,6 +131,10 @@ func (w *world) dispatch(e ev) {
 		w.reload(int(e.a))
 	case evStop:
 		w.arrivals = false
+	case evPolicyRefresh:
+		w.policyRefresh()
+	case evOutside:
+		w.outsideArrive(int(e.a))
 	}
 }
 

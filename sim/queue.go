@@ -40,7 +40,9 @@ func (w *world) retryQueue() {
 	for len(w.queue) > 0 {
 		head := w.queue[0]
 		at := w.attempts.get(w.reqs[head.id].attempt)
+		w.placing(head.shape, true)
 		target, err := at.Admit(head.tier, w.at(w.now))
+		w.checkPick(target, err)
 		if w.press != nil {
 			w.press.afterSnapshot()
 		}
@@ -72,6 +74,7 @@ func (w *world) queueTimeout(id int) {
 	q := w.queue[i]
 	w.queue = slices.Delete(w.queue, i, i+1)
 	at := w.attempts.get(w.reqs[id].attempt)
+	w.placing(q.shape, i == 0)
 	target, err := at.Admit(q.tier, w.at(w.now))
 	if errors.Is(err, routing.ErrSuperseded) {
 		if q.tier, err = w.rebase(id, q.shape); err != nil {

@@ -92,7 +92,9 @@ func (w *world) refusedResolve(id int, err error) {
 // tier's queue takes waits there (see queue.go).
 func (w *world) admit(id int, tier config.Tier, sh scenarios.Shape) {
 	at := w.attempts.get(w.reqs[id].attempt)
+	w.placing(sh, len(w.queue) == 0)
 	target, err := at.Admit(tier, w.at(w.now))
+	w.checkPick(target, err)
 	if w.press != nil {
 		w.press.afterSnapshot()
 	}

@@ -35,6 +35,9 @@ type Result struct {
 	Series      Series
 	DecisionLog decisionlog.Stats
 	Queue       QueueStats
+	// Policy is a reference policy's own books; nil for the router's own strategies. Strategy
+	// then names the policy.
+	Policy *PolicyStats
 }
 
 // Request is one request's compact record: times are offsets from the epoch.
@@ -71,6 +74,7 @@ type MemberResult struct {
 	// dead process refused the connection (Refused counts those).
 	Received         uint64
 	Refused          uint64
+	Outside          uint64 // outside requests its engine took (Member.OutsideRate), never the router's
 	Preemptions      uint64 // engine preemptions (all engine lifetimes)
 	GenerationTokens uint64
 	QueueTime        engine.Histogram // vllm:request_queue_time_seconds, summed over engine lifetimes

@@ -40,6 +40,10 @@ type Options struct {
 	// ReloadFault breaks the reload on purpose (see ReloadFault): a scenario's reload gates must
 	// fail then.
 	ReloadFault ReloadFault
+	// Policy runs a reference placement policy of sim/policy (least_connections, random,
+	// power_of_two, queue_kv, oracle) on a capacity tier instead of the capacity scheduler's own
+	// choice; "" runs the strategy. Only the simulator can run one (see policies.go).
+	Policy string
 }
 
 // ErrScenario is wrapped by Run's errors about a scenario the real router code refuses.
@@ -117,12 +121,25 @@ type world struct {
 	tierCeiling  int64
 	tierOverhang int64
 	reloads      reloadState
+	pol          *placement // a reference policy's state; nil for the router's own strategies
+	outside      struct {   // the members' outside load (outside.go)
+		gen *scenarios.Generator
+		n   uint64
+	}
 }
 
 func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	strategy := opts.Strategy
 	if strategy == "" {
 		strategy = sc.Tier.Strategy
+	}
+	var pol *placement
+	if opts.Policy != "" {
+		var err error
+		if pol, err = newPlacement(opts.Policy, sc.Seed, len(sc.AllMembers())); err != nil {
+			return nil, err
+		}
+		strategy = scenarios.StrategyCapacity // the walk, ceilings and telemetry of the capacity tier
 	}
 	if opts.RingSize == 0 {
 		opts.RingSize = DefaultRingSize
@@ -135,7 +152,7 @@ func newWorld(sc *scenarios.Scenario, opts Options) (*world, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrScenario, err)
 	}
-	w := &world{sc: sc, strategy: strategy, opts: opts, cfg: cfg, byID: map[string]int{}}
+	w := &world{sc: sc, strategy: strategy, opts: opts, cfg: cfg, byID: map[string]int{}, pol: pol}
 	w.tier, _ = cfg.Tier(sc.Tier.ID)
 	w.tierCeiling = w.tier.EffectiveMaxConcurrency()
 	w.reloads.first = -1
@@ -190,7 +207,7 @@ func (w *world) buildRouter() error {
 	if w.reloading() {
 		w.reloads.digest = w.reloads.digests[len(w.reloads.gens)]
 	}
-	if w.router, err = routing.New(w.cfg, &w.ready, source, dlog, w.routerOptions()...); err != nil {
+	if w.router, err = routing.New(w.cfg, w.readinessSource(), source, dlog, w.routerOptions()...); err != nil {
 		return err
 	}
 	w.adm, _ = w.router.Admission().Tier(w.tier.ID)
@@ -226,7 +243,7 @@ func (w *world) buildRouterKeepingLog() error {
 		w.press.gen = gen // scrapes of the old core complete into nothing
 		source = w.press
 	}
-	r, err := routing.New(w.cfg, &w.ready, source, w.router.Decisions(), routing.WithHealthEvents(w.healthEvent))
+	r, err := routing.New(w.cfg, w.readinessSource(), source, w.router.Decisions(), routing.WithHealthEvents(w.healthEvent))
 	if err != nil {
 		return err
 	}
@@ -246,6 +263,9 @@ func (w *world) newResult() *Result {
 		})
 	}
 	r.Telemetry.Enabled = w.press != nil
+	if w.pol != nil {
+		r.Strategy, r.Policy = w.pol.name, &PolicyStats{Name: w.pol.name}
+	}
 	return r
 }
 

@@ -116,7 +116,8 @@ func newRun(lookup env) *cobra.Command {
 		Short: "Run an approved qualification: every phase recorded, the router restored, a verdict and a promotion request",
 		Long: `run refuses to start, sending nothing, without --approve and an approval token (--approval-token
 or ANVIL_QUALIFY_APPROVAL) whose digest over this plan's fingerprint is the one the file records.
-Then it runs preflight, baseline, routed, sustained and failure, then restoration and the gate,
+Then it runs preflight, baseline, routed, sustained and failure (and calibration, the ceiling sweep
+against one member, when the file plans phases.calibration), then restoration and the gate,
 which always run (Ctrl-C stops the load and goes straight to restoration). Exit 0: the verdict
 passed and the router was restored; 1: the run failed or was interrupted; 3: restoration failed.`,
 		Args: cli.NoArgs,

@@ -44,6 +44,9 @@ func TestDemoDrivesAWorkload(t *testing.T) {
 	assert.Contains(t, out, "tier demo-audio records=")
 	assert.Contains(t, out, "replica_scheduler decisions=")
 	assert.Contains(t, out, "attempts=20")
+	assert.Contains(t, out, "trace context: 20 of 20 decision records carry the caller's trace_id",
+		"every driven request's traceparent crosses the hop (issue 29)")
+	assert.Regexp(t, `demo-replicas/vllm-\d received traceparent 00-00000000000a7011[0-9a-f]{16}-[0-9a-f]{16}-01 \(GET http://`, out)
 	assert.Contains(t, out, "/admin/v1/capacity -H 'Authorization: Bearer ", "the banner points at the capacity JSON")
 	assert.Contains(t, out, "/metrics -H 'Authorization: Bearer ", "and at the metrics")
 	assert.Regexp(t, `status page: http://127\.0\.0\.1:\d+/admin/ui/ \(sign in with the admin token above\)`, out, "and at the status page")

@@ -13,6 +13,7 @@ import (
 
 	"github.com/anvil-llm/anvil/internal/cli"
 	"github.com/anvil-llm/anvil/scenarios"
+	"github.com/anvil-llm/anvil/sim/policy"
 	"github.com/anvil-llm/anvil/sim/report"
 )
 
@@ -60,8 +61,9 @@ func newCompare() *cobra.Command {
 	var o outputs
 	var strategies string
 	var benches []string
+	var policies string
 	cmd := &cobra.Command{
-		Use:   "compare [FILE|NAME] (--strategies round_robin,capacity | --bench RESULT.json ...)",
+		Use:   "compare [FILE|NAME] (--strategies round_robin,capacity | --policies all | --bench RESULT.json ...)",
 		Short: "Run one scenario under several strategies side by side, or beside anvil-bench's real-time results of it",
 		Long: `With --strategies (the default), run one scenario under several strategies on the same arrivals
 and seed, side by side.
@@ -71,7 +73,14 @@ With --bench, put anvil-bench's results of the scenario (anvil-bench run --scena
 a simulation of the same scenario, seed and arrival window under each result's strategy: TTFT and
 end-to-end latency per strategy, with the difference and whether it is within issue 15's bounds
 (p50 within 10%, p99 within 20%). The scenario is the results' (an embedded one) unless FILE|NAME is
-given; it exits 1 when a figure is outside its bound.`,
+given; it exits 1 when a figure is outside its bound.
+
+With --policies, run one scenario under placement policies on the same arrivals and seed: the
+capacity scheduler, round robin, and the simulator's reference policies (least_connections, random,
+power_of_two, queue_kv, oracle), which only choose the member: the walk, admission and ceilings are
+the capacity tier's for all of them. It prints goodput, TTFT/ITL/end-to-end p50 and p99, refusals
+and queueing per policy, with ratios to capacity and to the clairvoyant greedy oracle; --plots draws
+the latency CDFs. It exits 1 when a run broke a ceiling.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(benches) > 0 {
 				return cli.MaximumNArgs(1)(cmd, args)
@@ -79,6 +88,12 @@ given; it exits 1 when a figure is outside its bound.`,
 			return cli.ExactArgs(1)(cmd, args)
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("policies") {
+				if cmd.Flags().Changed("strategies") || len(benches) > 0 {
+					return cli.Usagef("--policies is exclusive with --strategies and --bench")
+				}
+				return comparePolicies(cmd, args[0], policies, &o)
+			}
 			if len(benches) > 0 {
 				if cmd.Flags().Changed("strategies") {
 					return cli.Usagef("--strategies and --bench are exclusive: the bench results name the strategies")
@@ -93,6 +108,7 @@ given; it exits 1 when a figure is outside its bound.`,
 		},
 	}
 	cmd.Flags().StringVar(&strategies, "strategies", "round_robin,capacity", "comma-separated strategies to compare (the first is the ratios' base)")
+	cmd.Flags().StringVar(&policies, "policies", "", "compare placement policies instead: all, or a comma-separated list of "+strings.Join(policy.All(), ", ")+" (reference policies exist in the simulator only)")
 	cmd.Flags().StringArrayVar(&benches, "bench", nil, "an anvil-bench run's JSON result of the scenario, labelled with the router's strategy (repeat for each strategy)")
 	o.flags(cmd.Flags())
 	return cmd

@@ -5,6 +5,7 @@
 //	anvil-sim run twenty-concurrent                 run one scenario (an embedded name or a file)
 //	anvil-sim check scenarios/                      run every scenario's gates; exit 1 on a failure
 //	anvil-sim compare heterogeneous --strategies round_robin,capacity
+//	anvil-sim compare unequal-speed --policies all  capacity vs reference policies and the greedy oracle
 //	anvil-sim compare --bench rr.json --bench capacity.json   simulated vs anvil-bench's real-time runs
 //	anvil-sim config heterogeneous --strategy capacity --endpoint URL --endpoint URL --listen 127.0.0.1:0
 //	anvil-sim members heterogeneous                 each member's model, profile and step scale
@@ -51,5 +52,6 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(newRun(), newCheck(), newCompare(), newConfig(), newMembers(), newReplay(), newList())
+	root.AddCommand(newCalibrate())
 	return root
 }

@@ -75,7 +75,7 @@ func Drive(ctx context.Context, base, token string, n int) (Report, error) {
 		wg.Go(func() {
 			for i := range jobs {
 				s := shots[i%len(shots)]
-				err := send(ctx, client, base, token, s)
+				err := send(ctx, client, base, token, s, traceparent(i))
 				mu.Lock()
 				rep.sent++
 				if err != nil {
@@ -103,7 +103,7 @@ func Drive(ctx context.Context, base, token string, n int) (Report, error) {
 	return rep, nil
 }
 
-func send(ctx context.Context, client *http.Client, base, token string, s shot) error {
+func send(ctx context.Context, client *http.Client, base, token string, s shot, parent string) error {
 	body, contentType := []byte(`{"model":"`+s.alias+`",`+s.body+`}`), "application/json"
 	if s.upload != "" {
 		var err error
@@ -117,6 +117,7 @@ func send(ctx context.Context, client *http.Client, base, token string, s shot) 
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", contentType)
+	req.Header.Set("Traceparent", parent) // trace.go: the router forwards it to the member
 	resp, err := client.Do(req)
 	if err != nil {
 		return errors.New("transport error")
@@ -231,6 +232,7 @@ func (rep Report) Print(out io.Writer, members *Members, decisions []decisionlog
 	met = members.audio.Members()[0].Server().Metrics()
 	fmt.Fprintf(out, "  demo-audio (direct)    %4d requests, %6d generated tokens (transcript words, audio tokens)\n",
 		met.Success.Total(), met.GenerationTokens)
+	printTraces(out, members, decisions)
 	fmt.Fprintln(out, "\ndecision summary:")
 	fmt.Fprint(out, decisionlog.Summarize(decisions).Text())
 }

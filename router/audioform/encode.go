@@ -12,7 +12,8 @@ const copyBufferBytes = 32 << 10
 
 // Encode writes the form to w as a canonical multipart/form-data body (ContentType names its
 // boundary) with the model field's value replaced by model: the head from memory, then the file part
-// and every later part as they are read from the body. Before the closing boundary it reads the body
+// and every later part as they are read from the body (or, for a held file, every field and then the
+// file from its Hold). Before the closing boundary it reads the body
 // to its end (an epilogue is discarded), so a receiver holding the complete form knows the caller's
 // upload is over and Encode will read no more. It returns nil once the closing boundary is written.
 // On any other return the closing boundary was never written: a read failure (a refusal: this
@@ -35,7 +36,12 @@ func (f *Form) Encode(w io.Writer, model string) error {
 			return err
 		}
 	}
-	if f.file != nil {
+	switch {
+	case f.held != nil:
+		if err := f.writeHeld(mw); err != nil {
+			return err
+		}
+	case f.file != nil:
 		if err := f.streamRest(mw); err != nil {
 			return err
 		}

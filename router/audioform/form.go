@@ -1,12 +1,19 @@
 // Package audioform reads the multipart/form-data body of an audio request (a transcription or a
 // translation) in one streaming pass, and writes it on to the upstream with its model field replaced
-// by the tier's served model, never holding the file.
+// by the tier's served model, never holding the file when the model comes first.
 //
 // Open reads the form's head: every part before the file part, each a field held in memory within
-// Limits. The model field must be among them (OpenAI's Python SDK, httpx, requests and curl -F in
-// argument order all send the fields before the file): the router needs the model to pick the
-// upstream before it may send anything. Encode then writes the head, with the model replaced, and
-// streams the file part and every later part through one fixed copy buffer as they are read.
+// Limits. When the model field is among them (OpenAI's Python SDK, httpx, requests and curl -F in
+// argument order all send the fields before the file), Encode writes the head, with the model
+// replaced, and streams the file part and every later part through one fixed copy buffer as they are
+// read: the router needs the model to pick the upstream before it may send anything, and holds
+// nothing more than the head.
+//
+// A file part before the model field (OpenAI's Node SDK sends the file first) is refused by Open.
+// OpenHolding instead writes it to a Hold its caller provides (memory up to a bound, then a
+// temporary file: the server's spool) and reads the rest of the form, every other part a field
+// within Limits, to its end; Encode then writes the fields, the model replaced, followed by the held
+// file. So every form the upstream receives has its fields before its file.
 //
 // The upstream receives a canonical form, never the caller's bytes: a new random boundary, each part
 // with only a Content-Disposition naming what the router read (form-data, name, filename) and, for a
@@ -79,7 +86,9 @@ type Form struct {
 	head     []field
 	model    string
 	stream   bool
-	file     *multipart.Part // the file part, unread; nil when the form ended without one
+	file     *multipart.Part // the file part, unread; nil when the form ended without one or it is held
+	held     Hold            // the file part that came before the model, read whole (OpenHolding)
+	heldPart field           // its name, filename and content type; no value
 	parts    int
 	boundary string
 }
@@ -87,6 +96,12 @@ type Form struct {
 // Open reads the head of the form in body, whose Content-Type header is contentType, up to its file
 // part or its end. It refuses a form without exactly one model field before the file part.
 func Open(body io.Reader, contentType string, lim Limits) (*Form, error) {
+	return open(body, contentType, lim, nil)
+}
+
+// open is Open, holding a file part before the model field in a Hold from newHold when it is not nil.
+// On a refusal the Hold is closed.
+func open(body io.Reader, contentType string, lim Limits, newHold func() (Hold, error)) (*Form, error) {
 	mediaType, params, err := mime.ParseMediaType(contentType)
 	if err != nil || mediaType != "multipart/form-data" || params["boundary"] == "" {
 		return nil, ErrNotMultipart
@@ -94,6 +109,16 @@ func Open(body io.Reader, contentType string, lim Limits) (*Form, error) {
 	g := &guard{r: body}
 	f := &Form{mr: multipart.NewReader(g, params["boundary"]), body: g, lim: lim,
 		boundary: multipart.NewWriter(io.Discard).Boundary()}
+	if err := f.readHead(newHold); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return f, nil
+}
+
+// readHead reads the parts up to the file part (or, with the file held, all of them), each field
+// within Limits.
+func (f *Form) readHead(newHold func() (Hold, error)) error {
 	var headBytes int64
 	for {
 		p, err := f.next()
@@ -101,32 +126,41 @@ func Open(body io.Reader, contentType string, lim Limits) (*Form, error) {
 			break
 		}
 		if err != nil {
-			return nil, err
+			return err
 		}
 		name := p.FormName()
 		if name == FileField {
-			if f.model == "" {
-				return nil, ErrModelAfterFile
+			if f.held != nil {
+				return ErrDuplicateFile
 			}
-			f.file = p
-			break
+			if f.model != "" {
+				f.file = p
+				break
+			}
+			if newHold == nil {
+				return ErrModelAfterFile
+			}
+			if err := f.hold(p, newHold); err != nil {
+				return err
+			}
+			continue
 		}
 		fl, err := f.readField(p, name)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if headBytes += int64(len(fl.value)); headBytes > lim.MaxHeadBytes {
-			return nil, ErrFieldTooLarge
+		if headBytes += int64(len(fl.value)); headBytes > f.lim.MaxHeadBytes {
+			return ErrFieldTooLarge
 		}
 		if err := f.note(fl); err != nil {
-			return nil, err
+			return err
 		}
 		f.head = append(f.head, fl)
 	}
 	if f.model == "" {
-		return nil, ErrMissingModel
+		return ErrMissingModel
 	}
-	return f, nil
+	return nil
 }
 
 // Model is the model field's value: the alias the caller named.

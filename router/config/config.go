@@ -42,6 +42,7 @@ type Config struct {
 	intentFile    string
 	readiness     Readiness
 	metrics       Metrics
+	tracing       Tracing
 	aliases       []Alias
 	tiers         []Tier
 	tierIndex     map[string]int // tier ID -> index in tiers
@@ -78,6 +79,10 @@ type Limits struct {
 	// MaxAudioBytes bounds a whole multipart audio upload (file, other fields and framing together),
 	// which streams through instead of being held.
 	MaxAudioBytes int64
+	// MaxSpillBytes bounds the disk all held audio files use together: a file part sent before the
+	// model field is held until the model is known, in memory up to a bound and past it in a
+	// temporary file. 0 turns spilling off (a held file past the memory bound is refused with 503).
+	MaxSpillBytes int64
 	// CallerBodySharePercent is the part of MaxInflightBodyBytes one caller token may hold at once
 	// (never less than one largest body); 0 turns the share off. With one caller token there is
 	// nobody to share with, and the share does not apply.

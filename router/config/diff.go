@@ -112,6 +112,7 @@ func (d *differ) settings(o, n Config) {
 	d.num("limits.max_body_bytes", o.limits.MaxBodyBytes, n.limits.MaxBodyBytes)
 	d.num("limits.max_inflight_body_bytes", o.limits.MaxInflightBodyBytes, n.limits.MaxInflightBodyBytes)
 	d.num("limits.max_audio_bytes", o.limits.MaxAudioBytes, n.limits.MaxAudioBytes)
+	d.num("limits.max_spill_bytes", o.limits.MaxSpillBytes, n.limits.MaxSpillBytes)
 	d.num("limits.caller_body_share_percent", o.limits.CallerBodySharePercent, n.limits.CallerBodySharePercent)
 	d.num("limits.min_upload_bytes_per_second", o.limits.MinUploadBytesPerSecond, n.limits.MinUploadBytesPerSecond)
 	d.dur("limits.min_upload_grace", o.limits.MinUploadGrace, n.limits.MinUploadGrace)
@@ -130,6 +131,22 @@ func (d *differ) settings(o, n Config) {
 	d.dur("readiness.interval", o.readiness.Interval, n.readiness.Interval)
 	d.dur("readiness.timeout", o.readiness.Timeout, n.readiness.Timeout)
 	d.opaque("metrics.listen", o.metrics.Listen, n.metrics.Listen)
+	d.tracing(o.tracing, n.tracing)
+}
+
+// tracing names the tracing settings that changed; the endpoint is opaque, like every address.
+func (d *differ) tracing(o, n Tracing) {
+	d.opaque("tracing.endpoint", o.Endpoint, n.Endpoint)
+	d.shown("tracing.protocol", o.Protocol, n.Protocol)
+	d.shown("tracing.service_name", o.ServiceName, n.ServiceName)
+	d.shown("tracing.sampler", o.Sampler, n.Sampler)
+	if o.SamplerArg != n.SamplerArg {
+		d.add("tracing.sampler_arg", OpChanged, strconv.FormatFloat(o.SamplerArg, 'g', -1, 64),
+			strconv.FormatFloat(n.SamplerArg, 'g', -1, 64))
+	}
+	if !slices.Equal(o.ResourceAttributes, n.ResourceAttributes) {
+		d.add("tracing.resource_attributes", OpChanged, "", "")
+	}
 }
 
 // auth names credential changes by the key that supplies them; the file a credential came from is a

@@ -21,6 +21,7 @@ type Document struct {
 	IntentFile    *string         `mapstructure:"intent_file" yaml:"intent_file,omitempty"`
 	Readiness     *ReadinessDoc   `mapstructure:"readiness" yaml:"readiness,omitempty"`
 	Metrics       *MetricsDoc     `mapstructure:"metrics" yaml:"metrics,omitempty"`
+	Tracing       *TracingDoc     `mapstructure:"tracing" yaml:"tracing,omitempty"`
 	Aliases       []AliasDoc      `mapstructure:"aliases" yaml:"aliases,omitempty"`
 	Tiers         []TierDoc       `mapstructure:"tiers" yaml:"tiers,omitempty"`
 }
@@ -56,6 +57,7 @@ type LimitsDoc struct {
 	MaxBodyBytes         *int64 `mapstructure:"max_body_bytes" yaml:"max_body_bytes,omitempty"`
 	MaxInflightBodyBytes *int64 `mapstructure:"max_inflight_body_bytes" yaml:"max_inflight_body_bytes,omitempty"`
 	MaxAudioBytes        *int64 `mapstructure:"max_audio_bytes" yaml:"max_audio_bytes,omitempty"`
+	MaxSpillBytes        *int64 `mapstructure:"max_spill_bytes" yaml:"max_spill_bytes,omitempty"`
 	// The fair body budget (issue 26): a caller's share of the in-flight budget, and the minimum
 	// upload rate after a grace.
 	CallerBodySharePercent  *int64         `mapstructure:"caller_body_share_percent" yaml:"caller_body_share_percent,omitempty"`

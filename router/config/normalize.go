@@ -2,6 +2,7 @@ package config
 
 import (
 	"bytes"
+	"net/url"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -23,6 +24,7 @@ type normConfig struct {
 	IntentFile    string          `yaml:"intent_file,omitempty"`
 	Readiness     normReadiness   `yaml:"readiness"`
 	Metrics       *normMetrics    `yaml:"metrics,omitempty"`
+	Tracing       *normTracing    `yaml:"tracing,omitempty"`
 	Aliases       []normAlias     `yaml:"aliases"`
 	Tiers         []normTier      `yaml:"tiers"`
 }
@@ -52,6 +54,7 @@ type normLimits struct {
 	MaxBodyBytes         int64  `yaml:"max_body_bytes"`
 	MaxInflightBodyBytes int64  `yaml:"max_inflight_body_bytes"`
 	MaxAudioBytes        int64  `yaml:"max_audio_bytes"`
+	MaxSpillBytes        int64  `yaml:"max_spill_bytes"`
 	CallerBodyShare      int64  `yaml:"caller_body_share_percent"`
 	MinUploadRate        int64  `yaml:"min_upload_bytes_per_second"`
 	MinUploadGrace       string `yaml:"min_upload_grace"`
@@ -62,6 +65,17 @@ type normUpstream struct {
 	FirstByteTimeout string `yaml:"first_byte_timeout"`
 	Timeout          string `yaml:"timeout"`
 	MaxResponseBytes int64  `yaml:"max_response_bytes"`
+}
+
+// normTracing is shown only when tracing is on; its resource attributes in OTEL_RESOURCE_ATTRIBUTES'
+// form.
+type normTracing struct {
+	Endpoint           string  `yaml:"endpoint"`
+	Protocol           string  `yaml:"protocol"`
+	ServiceName        string  `yaml:"service_name"`
+	Sampler            string  `yaml:"sampler"`
+	SamplerArg         float64 `yaml:"sampler_arg"`
+	ResourceAttributes string  `yaml:"resource_attributes,omitempty"`
 }
 
 type normLog struct {
@@ -164,7 +178,7 @@ func (c Config) norm() normConfig {
 		Listen: c.listen,
 		Auth:   normAuth{CallerTokens: make([]string, len(c.auth.callerTokens))},
 		Limits: normLimits{MaxBodyBytes: c.limits.MaxBodyBytes, MaxInflightBodyBytes: c.limits.MaxInflightBodyBytes,
-			MaxAudioBytes: c.limits.MaxAudioBytes, CallerBodyShare: c.limits.CallerBodySharePercent,
+			MaxAudioBytes: c.limits.MaxAudioBytes, MaxSpillBytes: c.limits.MaxSpillBytes, CallerBodyShare: c.limits.CallerBodySharePercent,
 			MinUploadRate: c.limits.MinUploadBytesPerSecond, MinUploadGrace: fmtDuration(c.limits.MinUploadGrace)},
 		ShutdownGrace: fmtDuration(c.shutdownGrace),
 		Log:           normLog(c.log),
@@ -189,6 +203,10 @@ func (c Config) norm() normConfig {
 	}
 	if c.metrics.Listen != "" {
 		n.Metrics = &normMetrics{Listen: c.metrics.Listen}
+	}
+	if t := c.tracing; t.Enabled() {
+		n.Tracing = &normTracing{Endpoint: t.Endpoint, Protocol: t.Protocol, ServiceName: t.ServiceName,
+			Sampler: t.Sampler, SamplerArg: t.SamplerArg, ResourceAttributes: formatAttributes(t.ResourceAttributes)}
 	}
 	for i, t := range c.auth.callerTokens {
 		n.Auth.CallerTokens[i] = t.redacted()
@@ -287,4 +305,14 @@ func mappingValue(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
+}
+
+// formatAttributes writes resource attributes back in OTEL_RESOURCE_ATTRIBUTES' form, values
+// percent-encoded, so ParseResourceAttributes reads the same pairs again.
+func formatAttributes(attrs []Attribute) string {
+	parts := make([]string, len(attrs))
+	for i, a := range attrs {
+		parts[i] = a.Key + "=" + url.PathEscape(a.Value)
+	}
+	return strings.Join(parts, ",")
 }

@@ -13,10 +13,13 @@ var ErrRestartRequired = errors.New("restart required")
 // listeners (a bound socket cannot move), TLS switched on or off (the listener's protocol; a changed
 // certificate or key file is re-read instead), the intent file (the quiesce intent of record), the
 // decision log's sink, ring and line bound (records already written keep their format and file),
-// and the log handler (built once, before anything logs).
+// the log handler (built once, before anything logs) and the tracing exporter (built once, before the
+// first request).
 func RestartRequiredKeys() []string {
 	return []string{"listen", "tls", "log.format", "log.level", "decision_log.ring_size",
-		"decision_log.jsonl_path", "decision_log.max_line_bytes", "intent_file", "metrics.listen"}
+		"decision_log.jsonl_path", "decision_log.max_line_bytes", "intent_file", "metrics.listen",
+		"tracing.endpoint", "tracing.protocol", "tracing.service_name", "tracing.sampler", "tracing.sampler_arg",
+		"tracing.resource_attributes"}
 }
 
 // RestartRequired returns nil when every difference from old to next can be applied live, else an

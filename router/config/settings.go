@@ -19,6 +19,8 @@ const (
 	defaultMaxInflightBodyBytes, maxMaxInflightBodyBytes = 64 << 20, 8 << 30
 	// A 25 MiB file (OpenAI's and vLLM's bound of one audio file) and the rest of its form.
 	defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes = 26 << 20, 1 << 10, 1 << 30
+	// The disk held audio files may use together: 1 GiB holds about 40 largest uploads at once.
+	defaultMaxSpillBytes, minMaxSpillBytes, maxMaxSpillBytes = 1 << 30, 0, 1 << 40
 	// The fair body budget. One caller holds at most a quarter of the in-flight budget, so one
 	// caller's slow bodies cannot starve the others. A body must arrive at 16 KiB/s on average after
 	// a 10 s grace: far below any uplink that can send a 25 MiB audio file within upstream.timeout
@@ -60,6 +62,7 @@ func buildSettings(raw Document, lookup func(string) (string, bool), c *Config) 
 		func() (err error) { c.intentFile, err = optPath(raw.IntentFile, "intent_file"); return err },
 		func() error { return buildReadiness(raw.Readiness, c) },
 		func() error { return buildMetrics(raw.Metrics, c) },
+		func() error { return buildTracing(raw.Tracing, lookup, c) },
 	}
 	var errs []error // each section's first error: the sections are independent
 	for _, step := range steps {
@@ -114,6 +117,10 @@ func buildLimits(r *LimitsDoc, c *Config) (err error) {
 		return err
 	}
 	c.limits.MaxAudioBytes, err = intIn(r.MaxAudioBytes, defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes, "limits.max_audio_bytes")
+	if err != nil {
+		return err
+	}
+	c.limits.MaxSpillBytes, err = intIn(r.MaxSpillBytes, defaultMaxSpillBytes, minMaxSpillBytes, maxMaxSpillBytes, "limits.max_spill_bytes")
 	if err != nil {
 		return err
 	}

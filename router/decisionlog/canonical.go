@@ -43,6 +43,9 @@ func scanCanonical(line []byte) (Record, bool) {
 	if c.peek(`,"caller":`) {
 		r.Caller = c.str("")
 	}
+	if c.peek(`,"trace_id":`) {
+		r.TraceID = c.str("")
+	}
 	if c.peek(`,"prompt_tokens":`) {
 		r.Usage = Usage{Prompt: c.int(""), Completion: c.int(`,"completion_tokens":`), Reported: true}
 	}

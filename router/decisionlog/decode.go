@@ -13,10 +13,10 @@ import (
 )
 
 // The closed key sets, in canonical order (functions, so no package state is mutable).
-func recordKeys() [20]string {
+func recordKeys() [21]string {
 	return [...]string{"request_id", "start", "alias", "tier", "member", "route", "strategy",
 		"outcome", "attempts", "status", "duration_ns", "first_byte_ns", "queued_ns", "ejected_members",
-		"config_digest", "caller_request_id", "caller", "prompt_tokens", "completion_tokens", "replica_scheduler"}
+		"config_digest", "caller_request_id", "caller", "trace_id", "prompt_tokens", "completion_tokens", "replica_scheduler"}
 }
 
 func decisionKeys() [4]string {
@@ -31,7 +31,7 @@ func scoreKeys() [7]string {
 // optionalRecordKey reports the keys that may be absent: the writer omits them when empty.
 func optionalRecordKey(k string) bool {
 	return k == "queued_ns" || k == "ejected_members" || k == "config_digest" || k == "caller_request_id" ||
-		k == "caller" || usageKey(k) || k == "replica_scheduler"
+		k == "caller" || k == "trace_id" || usageKey(k) || k == "replica_scheduler"
 }
 
 // required is the optional-key predicate of an object whose keys are all required.
@@ -66,7 +66,7 @@ func (t tokens) object(path string, keys []string, optional func(string) bool, f
 	if tok != json.Delim('{') {
 		return &fieldError{path, ErrWrongType}
 	}
-	var seen uint32 // key sets have at most 32 entries (the record's: 19)
+	var seen uint32 // key sets have at most 32 entries (the record's: 21)
 	for t.dec.More() {
 		tok, err := t.next()
 		if err != nil {
@@ -249,6 +249,10 @@ func (t tokens) recordField(r *Record, key, p string) error {
 	case "caller":
 		if r.Caller, err = t.str(p); err == nil && !ident.ValidID(r.Caller) {
 			err = &fieldError{p, ErrInvalidValue} // present means known: never empty, never InvalidMarker
+		}
+	case "trace_id": // present means known: never empty
+		if r.TraceID, err = t.str(p); err == nil && (r.TraceID == "" || !validTraceID(r.TraceID)) {
+			err = &fieldError{p, ErrInvalidValue}
 		}
 	case "prompt_tokens", "completion_tokens":
 		err = t.usageField(&r.Usage, key, p)

@@ -11,7 +11,7 @@ import (
 
 // appendJSON appends the canonical JSON object of a normalized record: fixed key order,
 // no whitespace, start in RFC 3339 UTC with nanoseconds, durations in integer
-// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id, caller,
+// nanoseconds, and queued_ns, ejected_members, config_digest, caller_request_id, caller, trace_id,
 // prompt_tokens and completion_tokens (together) and replica_scheduler only when present. Every
 // string it writes is a
 // validated ID, marker or enum name, none of which needs JSON escaping, so the bytes
@@ -45,6 +45,9 @@ func appendJSON(b []byte, r *Record) []byte {
 	}
 	if r.Caller != "" {
 		b = appendStringField(b, `,"caller":`, r.Caller)
+	}
+	if r.TraceID != "" {
+		b = appendStringField(b, `,"trace_id":`, r.TraceID)
 	}
 	b = appendUsage(b, r.Usage)
 	if r.ReplicaScheduler != nil {
@@ -134,7 +137,7 @@ func appendIntField(b []byte, key string, v int64) []byte {
 //
 // The spec keeps the line's legacy bytes unchanged: besides queued_ms and ejected_members, which
 // only a queue or passive health (features a legacy deployment does not have) write, the fields
-// added since (config_digest, caller_request_id, caller, prompt_tokens and completion_tokens) are
+// added since (config_digest, caller_request_id, caller, trace_id, prompt_tokens and completion_tokens) are
 // in the JSON encodings, the summaries and the access log, never in the line.
 func (r Record) Line() string {
 	n, err := normalize(r)

@@ -57,6 +57,9 @@ func FuzzReadJSONL(f *testing.F) {
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"-invalid-","replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":1,"replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"caller":"a","caller_request_id":"t","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"trace_id":"4bf92f3577b34da6a3ce929d0e0e4736","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"trace_id":"4BF92F3577B34DA6A3CE929D0E0E4736","replica_scheduler"`, 1) + "\n",
+		strings.Replace(capLine, `,"replica_scheduler"`, `,"trace_id":"","replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"prompt_tokens":12,"completion_tokens":34,"replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"prompt_tokens":12,"replica_scheduler"`, 1) + "\n",
 		strings.Replace(capLine, `,"replica_scheduler"`, `,"completion_tokens":34,"prompt_tokens":12,"replica_scheduler"`, 1) + "\n",
@@ -202,6 +205,9 @@ func genRecord(t *rapid.T, i int) Record {
 	}
 	if rapid.Bool().Draw(t, "has_caller") {
 		r.Caller = genID(t, "caller")
+	}
+	if rapid.Bool().Draw(t, "has_trace") {
+		r.TraceID = rapid.StringMatching(`[0-9a-f]{31}[1-9a-f]`).Draw(t, "trace_id")
 	}
 	switch route := rapid.IntRange(0, 2).Draw(t, "route"); {
 	case route == 0 && r.Attempts == 0:

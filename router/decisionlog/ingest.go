@@ -18,7 +18,7 @@ const MaxReadRecords = 1_000_000
 //
 // It accepts exactly the writer's output: every line at most ident.MaxLineBytes and
 // newline-terminated, one object per line with the closed key set (queued_ns,
-// ejected_members, config_digest, caller_request_id, caller and replica_scheduler optional), no
+// ejected_members, config_digest, caller_request_id, caller, trace_id and replica_scheduler optional), no
 // duplicate or unknown keys, exact JSON types (integers without fraction
 // or exponent), defined enum spellings, lists of at most 16 items, IDs in their
 // grammars, record invariants, and evidence reconstituted through the scheduler's

@@ -97,6 +97,11 @@ type Record struct {
 	// "" when none is known, and omitted from every encoding then. It is in the ID grammar
 	// (ident.ValidID); one failing it is dropped by sanitizing, like CallerRequestID.
 	Caller string
+	// TraceID is the W3C trace ID of the request's trace (32 lowercase hex digits, not all zeros): the
+	// router's span's when tracing is on, else the caller's valid traceparent's, so a record and a
+	// trace can be joined. "" when there is none, and omitted from every encoding then; one failing the
+	// grammar is dropped by sanitizing. Like the fields added before it, it is never in Line.
+	TraceID string
 	// Usage is the member's own token counts for the answer (prompt_tokens and completion_tokens,
 	// both or neither: omitted from every encoding when not reported). See Usage.
 	Usage Usage
@@ -148,6 +153,10 @@ func sanitizeIDs(r *Record) int {
 		r.Caller = ""
 		n++
 	}
+	if !validTraceID(r.TraceID) {
+		r.TraceID = ""
+		n++
+	}
 	return n
 }
 
@@ -156,6 +165,25 @@ func validCallerID(s string) bool { return s == "" || ident.ValidRequestID(s) }
 
 // validCaller: Caller is absent or in the ID grammar; never InvalidMarker.
 func validCaller(s string) bool { return s == "" || ident.ValidID(s) }
+
+// validTraceID: TraceID is absent or 32 lowercase hex digits, not all zeros.
+func validTraceID(s string) bool {
+	if s == "" {
+		return true
+	}
+	if len(s) != 32 {
+		return false
+	}
+	zero := true
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
+			return false
+		}
+		zero = zero && c == '0'
+	}
+	return !zero
+}
 
 // checkIDs is the strict form used by ingestion: the first unacceptable ID field.
 func checkIDs(r *Record) error {
@@ -172,6 +200,9 @@ func checkIDs(r *Record) error {
 	}
 	if !validCaller(r.Caller) {
 		return &fieldError{"caller", ErrInvalidValue}
+	}
+	if !validTraceID(r.TraceID) {
+		return &fieldError{"trace_id", ErrInvalidValue}
 	}
 	return nil
 }

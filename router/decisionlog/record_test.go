@@ -212,6 +212,7 @@ func TestRecordCarriesNoFreeText(t *testing.T) {
 	r.ConfigDigest = "0123456789abcdef"
 	r.CallerRequestID = "trace-1"
 	r.Caller = "team-a" // in the ID grammar (ident.ValidID)
+	r.TraceID = "4bf92f3577b34da6a3ce929d0e0e4736"
 	r.Usage = Usage{Prompt: 1, Completion: 2, Reported: true}
 	n, err := normalize(r)
 	require.NoError(t, err)

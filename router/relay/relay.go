@@ -64,6 +64,8 @@ type Upstream struct {
 	PassThrough bool
 	RequestID   string // forwarded as X-Request-ID when it is a valid header value
 	APIKey      string // optional upstream credential, sent as a bearer token
+	// TraceParent and TraceState are the W3C trace context to send (trace.go); "" sends none.
+	TraceParent, TraceState string
 }
 
 // Result describes the attempt. It holds no URL, address, body or raw error text.
@@ -258,6 +260,7 @@ func (r *Relay) send(ctx context.Context, up Upstream, body io.Reader) (*http.Re
 	if up.RequestID != "" && validHeaderValue(up.RequestID) {
 		h["X-Request-Id"] = []string{up.RequestID}
 	}
+	setTrace(h, up)
 	if up.APIKey != "" {
 		if !validAPIKey(up.APIKey) {
 			return nil, errBadAPIKey

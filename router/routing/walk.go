@@ -66,6 +66,10 @@ func (a *Attempt) Correlate(callerRequestID string) { a.rec.CallerRequestID = ca
 // "" names none.
 func (a *Attempt) Identify(caller string) { a.rec.Caller = caller }
 
+// Traced joins the record to the request's trace: traceID is its W3C trace ID (the server reads it
+// from the router's span or the caller's traceparent); "" joins none.
+func (a *Attempt) Traced(traceID string) { a.rec.TraceID = traceID }
+
 // Resolve resolves the request's alias and applies the gates (see Router.Resolve). Once the alias
 // names a tier, the record carries the alias, the tier and its route, whether the gates pass or not.
 func (a *Attempt) Resolve(req request.Request) (config.Tier, error) {

@@ -29,7 +29,9 @@ func (s *Server) finish(c *gin.Context, at *routing.Attempt) {
 			status = errInternal.status
 		}
 	}
+	s.traced(c, at)
 	rec, err := at.Finish(s.now(), status)
+	s.endSpan(c, rec)
 	_, caller := s.callerOf(c, s.genOf(c))
 	s.metrics.finished(rec)
 	s.metrics.usage.used(rec, caller)

@@ -19,7 +19,9 @@ import (
 // The audio routes. Speech (JSON in, audio out) is an ordinary proxy endpoint whose answer the relay
 // passes through as it comes; transcriptions and translations take a multipart form, which this file
 // handles: the form's head (up to the file part, holding the model field) is read before anything is
-// reserved, and the file streams to the upstream during the one attempt, never held.
+// reserved, and the file streams to the upstream during the one attempt, never held. A file part
+// that comes before the model field is held until the model is known (spill.go), then sent from
+// there.
 
 // errAudioTooLarge refuses an upload over limits.max_audio_bytes, announced or counted.
 var errAudioTooLarge = apiError{http.StatusRequestEntityTooLarge, "audio upload is larger than the router accepts", "invalid_request_error", "request_too_large"}
@@ -35,7 +37,9 @@ func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 		at.Identify(caller)
 		defer s.finish(c, &at)
 
-		form, ok := s.openForm(c, g)
+		var held *heldUpload
+		defer func() { _ = held.Close() }() // every path: a refusal, a departed caller, a panic, a shutdown
+		form, ok := s.openForm(c, g, &held)
 		if !ok {
 			return
 		}
@@ -53,8 +57,9 @@ func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 }
 
 // openForm bounds the body by limits.max_audio_bytes (an announced length over it is refused before a
-// byte is read) and reads the form's head.
-func (s *Server) openForm(c *gin.Context, g *generation) (*audioform.Form, bool) {
+// byte is read) and reads the form's head, or, when the file comes first, the whole form, its file
+// held in *held.
+func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*audioform.Form, bool) {
 	lim := g.cfg.Limits()
 	if c.Request.ContentLength > lim.MaxAudioBytes {
 		abort(c, errAudioTooLarge)
@@ -64,10 +69,15 @@ func (s *Server) openForm(c *gin.Context, g *generation) (*audioform.Form, bool)
 	// bound applies instead.
 	bound := time.Now().Add(g.cfg.Upstream().Timeout)
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(bound)
-	body := http.MaxBytesReader(c.Writer, io.NopCloser(s.bodyReader(c, lim, bound)), lim.MaxAudioBytes)
+	cut := &cutReader{r: s.bodyReader(c, lim, bound), ctx: c.Request.Context()}
+	body := http.MaxBytesReader(c.Writer, io.NopCloser(cut), lim.MaxAudioBytes)
 	flim := audioform.DefaultLimits()
 	flim.MaxHeadBytes = lim.MaxBodyBytes
-	form, err := audioform.Open(body, c.GetHeader("Content-Type"), flim)
+	h, _ := s.callerOf(c, g)
+	form, err := audioform.OpenHolding(body, c.GetHeader("Content-Type"), flim, s.holdFor(c, lim, h, cut, held))
+	if *held != nil {
+		(*held).stop() // the whole form is read: nothing left to cut
+	}
 	if err != nil {
 		abort(c, s.formRefused(c, err))
 		return nil, false
@@ -103,10 +113,12 @@ func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, e
 		_ = pw.CloseWithError(err) // nil: a clean end of the upstream body
 		enc.done <- err
 	}()
-	res := g.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, relay.Upstream{
+	up := relay.Upstream{
 		BaseURL: target.BaseURL, Path: ep.Path(), BodyStream: pr, ContentType: form.ContentType(),
 		Stream: form.Stream(), RequestID: requestID(c), APIKey: tier.APIKey.Reveal(),
-	})
+	}
+	s.propagate(c, &up)
+	res := g.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, up)
 	encErr := s.joinEncoder(c, enc)
 	if errors.Is(res.Err, relay.ErrRequestBody) {
 		e := s.formRefused(c, encErr)
@@ -172,9 +184,13 @@ func (w uploadWriter) Flush() {
 
 func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
-// formRefused is formError, counting an upload cut for its rate in the caller's body refusals.
+// formRefused is formError, counting an upload cut for its rate in the caller's body refusals and
+// logging a held file the disk failed.
 func (s *Server) formRefused(c *gin.Context, err error) apiError {
 	e := formError(err)
+	if _, ok := holdRefused(err); ok && e == errInternal {
+		s.log.Warn("holding an audio file failed", "request_id", requestID(c), "error", err)
+	}
 	if e == errTooSlow {
 		_, caller := s.callerOf(c, s.genOf(c))
 		s.metrics.bodyRefused(caller, bodyRefusedTooSlow)
@@ -191,6 +207,12 @@ func formError(err error) apiError {
 	}
 	if errors.Is(err, errUploadTooSlow) {
 		return errTooSlow
+	}
+	if e, ok := holdRefused(err); ok {
+		return e
+	}
+	if errors.Is(err, relay.ErrShutdown) {
+		return errShuttingDown // a held upload cut by a shutdown (cutReader)
 	}
 	if r, ok := refusalOf(stageForm, err); ok {
 		return r.answer

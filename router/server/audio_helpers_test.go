@@ -76,7 +76,7 @@ func (rig *audioRig) reached(id string) bool {
 }
 
 // audioForm builds a form as the OpenAI SDKs do: the fields first, in order, then the file.
-func audioForm(t *testing.T, fields [][2]string, fileName string, file []byte) (string, []byte) {
+func audioForm(t testing.TB, fields [][2]string, fileName string, file []byte) (string, []byte) {
 	t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)

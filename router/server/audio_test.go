@@ -133,9 +133,15 @@ func TestAudioRefusals(t *testing.T) {
 		{name: "two models", path: "/v1/audio/transcriptions", body: func() (string, []byte) {
 			return form([2]string{"model", "whisper"}, [2]string{"model", "chat"})
 		}, auth: true, status: 400, want: badForm("the form has more than one 'model' field")},
-		{name: "model after the file", path: "/v1/audio/translations", body: func() (string, []byte) {
-			return raw(mct, filePart+part("model", "whisper")+end)
-		}, auth: true, status: 400, want: badForm("the 'model' field must come before the 'file' part")},
+		{name: "file and no model", path: "/v1/audio/translations", body: func() (string, []byte) {
+			return raw(mct, filePart+part("language", "en")+end)
+		}, auth: true, status: 400, want: badForm("the form has no 'model' field")},
+		{name: "file, then two models", path: "/v1/audio/translations", body: func() (string, []byte) {
+			return raw(mct, filePart+part("model", "whisper")+part("model", "whisper")+end)
+		}, auth: true, status: 400, want: badForm("the form has more than one 'model' field")},
+		{name: "file, model, a second file", path: "/v1/audio/translations", body: func() (string, []byte) {
+			return raw(mct, filePart+part("model", "whisper")+filePart+end)
+		}, auth: true, status: 400, want: badForm("the form has more than one 'file' part")},
 		{name: "malformed head", path: "/v1/audio/transcriptions", body: func() (string, []byte) { return raw(mct, "--"+b+"\r\nno header end") },
 			auth: true, status: 400, want: badForm("request body is not a well-formed multipart/form-data form")},
 		{name: "unknown alias", path: "/v1/audio/transcriptions", body: func() (string, []byte) { return form([2]string{"model", "nope"}) },

@@ -9,17 +9,22 @@ import "sync/atomic"
 // The per-caller share is what keeps one caller from starving the others (issue 26): a caller's
 // bodies together never hold more than the share, so the rest of the budget stays open to everyone
 // else however many slow bodies that caller keeps open.
+//
+// The same type bounds the disk of held audio files (limits.max_spill_bytes, spill.go), counting a
+// caller's part in its holder's spilled instead of used.
 type budget struct {
 	limit atomic.Int64 // a reload may move it: bodies in flight keep what they took
 	share atomic.Int64 // the most one caller may hold; 0: no per-caller bound
 	used  atomic.Int64
+	count func(*holder) *atomic.Int64 // the holder's counter of this budget
 }
 
 // holder is one caller's part of the budget. It outlives generations (the generation that built it
 // hands it to the next while the caller's token stays configured), so a reload never forgets what a
 // caller's bodies in flight hold.
 type holder struct {
-	used atomic.Int64
+	used    atomic.Int64
+	spilled atomic.Int64 // disk of the caller's held audio files (the spill budget)
 }
 
 // A refusal of take.
@@ -32,7 +37,14 @@ const (
 )
 
 func newBudget(limit int64) *budget {
-	b := &budget{}
+	b := &budget{count: func(h *holder) *atomic.Int64 { return &h.used }}
+	b.limit.Store(limit)
+	return b
+}
+
+// newSpillBudget is the budget of held audio files on disk.
+func newSpillBudget(limit int64) *budget {
+	b := &budget{count: func(h *holder) *atomic.Int64 { return &h.spilled }}
 	b.limit.Store(limit)
 	return b
 }
@@ -57,15 +69,16 @@ func callerShare(limit, percent, maxBody int64, callers int) int64 {
 // take reserves n bytes for h: first within h's share, then within the whole budget. A refusal
 // reserves nothing.
 func (b *budget) take(h *holder, n int64) budgetRefusal {
+	held := b.count(h)
 	if share := b.share.Load(); share > 0 {
-		if !reserve(&h.used, n, share) {
+		if !reserve(held, n, share) {
 			return budgetCallerShare
 		}
 	} else {
-		h.used.Add(n) // counted still, for the metrics and for a share switched on later
+		held.Add(n) // counted still, for the metrics and for a share switched on later
 	}
 	if !reserve(&b.used, n, b.limit.Load()) {
-		h.used.Add(-n)
+		held.Add(-n)
 		return budgetExhausted
 	}
 	return budgetOK
@@ -86,7 +99,7 @@ func reserve(used *atomic.Int64, n, limit int64) bool {
 
 // give returns n bytes h took earlier.
 func (b *budget) give(h *holder, n int64) {
-	h.used.Add(-n)
+	b.count(h).Add(-n)
 	b.used.Add(-n)
 }
 

@@ -59,5 +59,6 @@ func abortWith(c *gin.Context, e apiError, active *int64) {
 	if e.status == http.StatusUnauthorized {
 		c.Header("WWW-Authenticate", `Bearer realm="anvil"`)
 	}
+	refusedSpan(c, e.code)
 	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code, Active: active}})
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"net"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,3 +21,15 @@ func (s *Server) Registry() *prometheus.Registry { return s.metrics.registry }
 
 // BindMetrics binds the metrics listener as Serve would.
 func (s *Server) BindMetrics() (net.Listener, error) { return s.metricsListener() }
+
+// HeldBudgets is what the in-flight body budget and the spill budget hold now.
+func (s *Server) HeldBudgets() (memory, disk int64) { return s.bodies.inUse(), s.spills.inUse() }
+
+// FlushTraces exports every span ended so far (tracing on), so a test reads them without waiting
+// for the batch timeout.
+func (s *Server) FlushTraces(ctx context.Context) error {
+	if s.tracer == nil {
+		return nil
+	}
+	return s.tracer.ForceFlush(ctx)
+}

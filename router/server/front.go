@@ -41,11 +41,13 @@ func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 			return
 		}
 		at.Dispatched()
-		res := g.relay.Do(c.Request.Context(), c.Writer, relay.Upstream{
+		up := relay.Upstream{
 			BaseURL: target.BaseURL, Path: ep.Path(), Body: req.Body(tier.ServedModel), Stream: req.Stream,
 			PassThrough: ep == request.AudioSpeech, // audio bytes, relayed as they come
 			RequestID:   requestID(c), APIKey: tier.APIKey.Reveal(),
-		})
+		}
+		s.propagate(c, &up)
+		res := g.relay.Do(c.Request.Context(), c.Writer, up)
 		at.Relayed(res.Outcome, res.Status, res.FirstByte)
 		at.Used(res.Usage)
 		c.Abort() // the relay wrote the response
@@ -61,6 +63,8 @@ func (s *Server) proxy(ep request.Endpoint) gin.HandlerFunc {
 // in which case the walk moves to the generation in force, resolves again (a removed alias is then
 // the ordinary 404) and admits there, keeping its place in a queue.
 func (s *Server) resolveAdmit(c *gin.Context, g *generation, at *routing.Attempt, req request.Request) (*generation, config.Tier, routing.Target, bool) {
+	s.admitting(c)
+	defer s.admitted(c)
 	for {
 		tier, err := at.Resolve(req)
 		if err != nil {

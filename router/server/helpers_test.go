@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -252,6 +253,9 @@ func startRouterWith(t testing.TB, yaml string, o routerOptions) *router {
 	cfg, err := load.Parse([]byte(yaml), lookup)
 	require.NoError(t, err)
 	opts := o.server
+	if opts.SpoolDir == "" { // each router its own: a start's sweep never meets another's files
+		opts.SpoolDir = filepath.Join(t.TempDir(), "spool")
+	}
 	if o.logger != nil {
 		opts.Logger = o.logger
 	}
@@ -395,7 +399,7 @@ func serveReal(t *testing.T, yaml string) serving {
 	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{})
+	srv, err := server.New(cfg, server.Options{SpoolDir: filepath.Join(t.TempDir(), "spool")})
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -213,7 +213,12 @@ func (s *Server) Close() error {
 	s.stopWork()
 	s.background.Wait()
 	s.closePressure()
+	s.shutdownTracer()
 	err := s.decisions.Close()
+	if s.spool != nil {
+		// The last word for held audio files: any a handler still running did not remove.
+		err = errors.Join(err, s.spool.Close())
+	}
 	if s.sinkFile != nil {
 		if cerr := s.sinkFile.Close(); err == nil && !errors.Is(cerr, os.ErrClosed) {
 			err = cerr

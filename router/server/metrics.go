@@ -15,6 +15,7 @@ import (
 	"github.com/anvil-llm/anvil/router/ident"
 	"github.com/anvil-llm/anvil/router/pressure"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
+	"github.com/anvil-llm/anvil/router/tracing"
 )
 
 // metrics is the router's own Prometheus registry (never the global one) and the instruments the
@@ -196,3 +197,16 @@ func (m *metrics) handler(log *slog.Logger) http.Handler {
 type gatherLog struct{ log *slog.Logger }
 
 func (g gatherLog) Println(...any) { g.log.Warn("metrics gathering error") }
+
+// watchTracer registers the dropped-span counter, read from the tracer at scrape time; 0 with
+// tracing off, so the series is always there to alert on.
+func (m *metrics) watchTracer(t *tracing.Provider) {
+	m.registry.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "anvil_router_trace_spans_dropped_total",
+		Help: "Sampled trace spans lost instead of exported: the export queue was full, the collector refused or could not be reached, or shutdown gave up."},
+		func() float64 {
+			if t == nil {
+				return 0
+			}
+			return float64(t.Dropped())
+		}))
+}

@@ -24,6 +24,9 @@ func (s *Server) routes() *gin.Engine {
 	// Authentication is global middleware: gin runs it before a route's handlers and before the 404
 	// and 405 answers alike, so an unauthenticated caller learns nothing about which routes exist.
 	e.Use(s.arrive, s.track, s.recoverPanics, withRequestID, s.authenticate())
+	if s.tracer != nil {
+		e.Use(s.startSpan) // tracing.go: only with tracing on, so off costs no handler at all
+	}
 	e.NoRoute(func(c *gin.Context) {
 		s.log.Info("no such route", "request_id", requestID(c), "method", c.Request.Method, "status", http.StatusNotFound)
 		abort(c, errNotFound)

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/anvil-llm/anvil/router/admission"
 	"github.com/anvil-llm/anvil/router/capacity"
@@ -30,7 +31,9 @@ import (
 	"github.com/anvil-llm/anvil/router/readiness"
 	"github.com/anvil-llm/anvil/router/routing"
 	"github.com/anvil-llm/anvil/router/scheduler"
+	"github.com/anvil-llm/anvil/router/spool"
 	"github.com/anvil-llm/anvil/router/statuspage"
+	"github.com/anvil-llm/anvil/router/tracing"
 )
 
 // Server is one router instance. Create it with New, run it with Serve (or Start and Handler), stop
@@ -48,12 +51,15 @@ type Server struct {
 	decisions *decisionlog.Log
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	metrics   *metrics
+	tracer    *tracing.Provider                       // nil: tracing off (tracing.go)
 	view      func(capacity.Sources) capacity.Sources // test seam over every generation's sources
 	intent    *intent.Store                           // nil without intent_file: quiesce intent lives in memory only
 	kept      *intent.Kept                            // intent of scopes not configured now (kept.go)
 	engine    *gin.Engine
 	page      *statuspage.Page // the operator status page's embedded files, served without a token
 	bodies    *budget          // request-body bytes being read and parsed (limits.max_inflight_body_bytes)
+	spills    *budget          // disk of held audio files (limits.max_spill_bytes, spill.go)
+	spool     *spool.Dir       // where held audio files spill; nil when the directory is unusable
 	// unknownCaller holds the bodies of a request whose caller authenticate did not record (none on
 	// the /v1 routes, which all authenticate).
 	unknownCaller *holder
@@ -99,6 +105,12 @@ type Options struct {
 	// Load rereads and validates the config file for ReloadFile (SIGHUP, POST
 	// /admin/v1/config/reload). nil: those reloads are refused, there is no file to read.
 	Load LoadFunc
+	// SpoolDir is the directory of held audio files' spool files; "" is spool.DefaultPath()
+	// (anvil-spool under os.TempDir, which follows $TMPDIR). Tests give their own.
+	SpoolDir string
+	// SpanExporter, when set, receives the spans instead of the OTLP exporter tracing's settings
+	// describe (tracing must still be on): for tests and embedders.
+	SpanExporter sdktrace.SpanExporter
 	// Version and Revision label anvil_router_build_info (the linker's strings, as `anvil-router
 	// version` prints them); "" reads what the Go toolchain stamped into the binary.
 	Version, Revision string
@@ -120,12 +132,13 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	up := cfg.Upstream()
 	client := &http.Client{Transport: transport(up.ConnectTimeout, opts.Dial)}
 	s := &Server{opts: opts, log: log, clock: opts.Now, metrics: newMetrics(), client: client, view: view,
-		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), unknownCaller: &holder{}, kept: intent.NewKept()}
+		bodies: newBudget(cfg.Limits().MaxInflightBodyBytes), spills: newSpillBudget(cfg.Limits().MaxSpillBytes), unknownCaller: &holder{}, kept: intent.NewKept()}
 	if s.clock == nil {
 		s.clock = time.Now
 	}
 	s.workers, s.stopWork = context.WithCancel(context.Background())
 	s.started = s.now()
+	s.openSpool()
 	cert, err := loadCertificate(cfg.TLS())
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)
@@ -172,6 +185,11 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	s.metrics.reloaded("", s.started) // startup is the first successful load
 	s.metrics.buildInfo(opts.Version, opts.Revision)
 	s.metrics.seed(cfg)
+	if s.tracer, err = tracing.New(s.workers, cfg.Tracing(), tracing.Options{Version: opts.Version, Exporter: opts.SpanExporter}); err != nil {
+		_ = s.Close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.metrics.watchTracer(s.tracer)
 	s.page = statuspage.New()
 	s.engine = s.routes()
 	return s, nil

@@ -147,6 +147,8 @@ func mutations(l leaf) []func(doc *config.Document) {
 		return []func(*config.Document){set(cur + 1), set(cur - 1), set(cur * 2), set(cur / 2)}
 	case time.Duration:
 		return []func(*config.Document){set(cur * 2), set(cur / 2), set(cur + time.Second), set(cur - 100*time.Millisecond)}
+	case float64:
+		return []func(*config.Document){set(cur / 2)}
 	case bool:
 		return []func(*config.Document){set(!cur)}
 	case string:
@@ -192,8 +194,17 @@ func stringMutations(l leaf, key, cur string, set func(any) func(*config.Documen
 		return one(set("OTHER_KEY"))
 	case "auth.callers.token_env":
 		return one(set("OTHER_CALLER_TOKEN"))
-	case "tiers.endpoint", "tiers.members.endpoint":
+	case "tiers.endpoint", "tiers.members.endpoint", "tracing.endpoint":
 		return one(set(bumpPort(cur)))
+	case "tracing.protocol":
+		return one(set(map[string]string{"grpc": "http/protobuf", "http/protobuf": "grpc"}[cur]))
+	case "tracing.sampler":
+		return one(set(map[string]string{"always_on": "always_off"}[cur] + map[string]string{"always_off": "always_on"}[cur] +
+			map[string]string{"parentbased_traceidratio": "traceidratio", "traceidratio": "parentbased_traceidratio"}[cur]))
+	case "tracing.service_name":
+		return one(set(cur + "-x"))
+	case "tracing.resource_attributes":
+		return one(set(cur + ",extra=1"))
 	}
 	switch key {
 	case "cert_file", "key_file", "jsonl_path", "intent_file", "caller_tokens_file", "admin_token_file",
@@ -244,7 +255,8 @@ func moveHost(doc *config.Document, l leaf) {
 }
 
 // shownKeys are the string settings whose values a Change may show (enums and IDs).
-var shownKeys = []string{"log.format", "log.level", "aliases.tier", "tiers.kind", "tiers.replica_strategy", "tiers.engine"}
+var shownKeys = []string{"log.format", "log.level", "aliases.tier", "tiers.kind", "tiers.replica_strategy", "tiers.engine",
+	"tracing.protocol", "tracing.service_name", "tracing.sampler"}
 
 // TestDiffSweepsEveryLeaf changes each scalar of testdata/full.yaml (in its inline-token and its
 // token-file form) to another valid value and requires Diff to name it, RestartRequired to refuse it

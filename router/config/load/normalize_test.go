@@ -45,7 +45,7 @@ func TestFullAccessors(t *testing.T) {
 	c := mustParse(t, readTestdata(t, "full.yaml"), fullEnv())
 	assert.Equal(t, "[::1]:8443", c.Listen())
 	assert.Equal(t, config.TLS{CertFile: "/etc/anvil/tls/cert.pem", KeyFile: "/etc/anvil/tls/key.pem"}, c.TLS())
-	assert.Equal(t, config.Limits{MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 32 << 20, MaxAudioBytes: 50 << 20,
+	assert.Equal(t, config.Limits{MaxBodyBytes: 2 << 20, MaxInflightBodyBytes: 32 << 20, MaxAudioBytes: 50 << 20, MaxSpillBytes: 2 << 30,
 		CallerBodySharePercent: 50, MinUploadBytesPerSecond: 8 << 10, MinUploadGrace: 30 * time.Second}, c.Limits())
 	assert.Equal(t, config.Upstream{ConnectTimeout: 2 * time.Second, FirstByteTimeout: 90 * time.Second, Timeout: 90 * time.Minute, MaxResponseBytes: 16 << 20}, c.Upstream())
 	assert.Equal(t, 45*time.Second, c.ShutdownGrace())

@@ -55,6 +55,8 @@ func TestSemanticRules(t *testing.T) {
 		{"upload grace long", []edit{set("limits.min_upload_grace", "11m")}, nil, "config: limits.min_upload_grace: must be 1s-10m"},
 		{"audio too small", []edit{set("limits.max_audio_bytes", 1023)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
 		{"audio too big", []edit{set("limits.max_audio_bytes", 1073741825)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
+		{"spill negative", []edit{set("limits.max_spill_bytes", -1)}, nil, "config: limits.max_spill_bytes: must be 0-1099511627776"},
+		{"spill too big", []edit{set("limits.max_spill_bytes", 1099511627777)}, nil, "config: limits.max_spill_bytes: must be 0-1099511627776"},
 		{"connect short", []edit{set("upstream.connect_timeout", "99ms")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"connect negative", []edit{set("upstream.connect_timeout", "-1s")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"first byte long", []edit{set("upstream.first_byte_timeout", "61m")}, nil, "config: upstream.first_byte_timeout: must be 1s-1h"},

@@ -1,0 +1,169 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/anvil-llm/anvil/router/audioform"
+	"github.com/anvil-llm/anvil/router/config"
+	"github.com/anvil-llm/anvil/router/spool"
+)
+
+// An audio file part sent before the form's model field (OpenAI's Node SDK does) is held until the
+// model is known: its first holdMemoryBytes in memory, reserved from the in-flight body budget with
+// the caller's share like an ordinary body (when the budget has no room, none of it is in memory),
+// and the rest in a spool file, reserved from the spill budget (limits.max_spill_bytes, with the
+// same caller share) one spool.SpillStep at a time. The file is removed when the request ends,
+// however it ends (the handler's defer), and at the latest when the server closes (spool.Dir.Close);
+// a process killed past both leaves it for the sweep at the next start.
+
+// holdMemoryBytes is the most of one held file kept in memory: one default max_body_bytes body.
+const holdMemoryBytes = 1 << 20
+
+// errHeldTooLarge refuses a held file past holdMemoryBytes when spilling is off (max_spill_bytes 0):
+// it can never be held, so unlike a full budget it is not worth a retry.
+var errHeldTooLarge = apiError{http.StatusRequestEntityTooLarge,
+	"an audio file sent before the 'model' field is larger than the router holds; send 'model' first",
+	"invalid_request_error", "held_file_too_large"}
+
+// heldUpload is one held file part: its spool buffer and what it took of the two budgets.
+type heldUpload struct {
+	s      *Server
+	buf    *spool.Buffer
+	h      *holder
+	mem    int64
+	stop   func() bool // stops cutting the body's read on the request's end (cutReader.arm)
+	closed bool
+}
+
+// holdError is a refusal of the hold's Write: a budget, spilling off, or the disk.
+type holdError struct{ err error }
+
+func (e *holdError) Error() string { return "held audio file: " + e.err.Error() }
+func (e *holdError) Unwrap() error { return e.err }
+
+// spillRefused is the spill budget's refusal of a disk step.
+type spillRefused budgetRefusal
+
+func (spillRefused) Error() string { return "spill budget refused" }
+
+func (u *heldUpload) Write(p []byte) (int, error) {
+	n, err := u.buf.Write(p)
+	if err != nil {
+		err = &holdError{err}
+	}
+	return n, err
+}
+
+func (u *heldUpload) Reader() io.Reader { return u.buf.Reader() }
+
+// Close removes the spool file and gives back the budgets; safe to call again.
+func (u *heldUpload) Close() error {
+	if u == nil || u.closed {
+		return nil
+	}
+	u.closed = true
+	u.stop()
+	err := u.buf.Close()
+	u.s.bodies.give(u.h, u.mem)
+	u.s.spills.give(u.h, u.buf.Reserved())
+	return err
+}
+
+// holdFor is the Hold maker of one request's form: it records the hold in slot, so the handler's
+// defer closes it whatever happens after (a panic inside the form's reading included).
+func (s *Server) holdFor(c *gin.Context, lim config.Limits, h *holder, cut *cutReader, slot **heldUpload) func() (audioform.Hold, error) {
+	return func() (audioform.Hold, error) {
+		mem := int64(holdMemoryBytes)
+		if declared := c.Request.ContentLength; declared >= 0 {
+			mem = min(mem, declared)
+		}
+		if s.bodies.take(h, mem) != budgetOK {
+			mem = 0 // no memory to spare now: the file goes to disk from its first byte
+		}
+		var reserve func(int64) error
+		if lim.MaxSpillBytes > 0 && s.spool != nil {
+			reserve = func(n int64) error {
+				if r := s.spills.take(h, n); r != budgetOK {
+					return spillRefused(r)
+				}
+				return nil
+			}
+		}
+		u := &heldUpload{s: s, buf: s.spool.NewBuffer(mem, reserve), h: h, mem: mem, stop: cut.arm(c.Writer)}
+		*slot = u
+		return u, nil
+	}
+}
+
+// holdRefused maps a refusal of the hold; ok is false when err is not one.
+func holdRefused(err error) (apiError, bool) {
+	var he *holdError
+	if !errors.As(err, &he) {
+		return apiError{}, false
+	}
+	var sr spillRefused
+	switch {
+	case errors.As(err, &sr) && budgetRefusal(sr) == budgetCallerShare:
+		return errCallerBusy, true
+	case errors.As(err, &sr):
+		return errBusy, true
+	case errors.Is(err, spool.ErrSpillOff):
+		return errHeldTooLarge, true
+	}
+	return errInternal, true // the disk failed: logged by formRefused
+}
+
+// cutReader is an audio body that, once a file is being held, ends when the request's context ends
+// (a shutdown's cut): the held upload answers at once instead of waiting for its connection to be
+// dropped. Before arm it only passes reads through, so a form with its model first reads as before.
+type cutReader struct {
+	r   io.Reader
+	ctx context.Context
+	on  bool
+}
+
+func (r *cutReader) Read(p []byte) (int, error) {
+	if r.on && r.ctx.Err() != nil {
+		return 0, context.Cause(r.ctx)
+	}
+	n, err := r.r.Read(p)
+	if err != nil && r.on && r.ctx.Err() != nil {
+		return n, context.Cause(r.ctx)
+	}
+	return n, err
+}
+
+// arm starts cutting: the read under way when the context ends is woken by an expired read deadline
+// (if the upload rule re-arms its own deadline in between, the read ends when the shutdown drops the
+// connection instead). It returns the function that stops the wake-up.
+func (r *cutReader) arm(w http.ResponseWriter) func() bool {
+	r.on = true
+	return context.AfterFunc(r.ctx, func() { _ = http.NewResponseController(w).SetReadDeadline(time.Now()) })
+}
+
+// openSpool opens the spool directory (Options.SpoolDir, else spool.DefaultPath) and sweeps it. A
+// directory that cannot be used turns spilling off, logged: held files then stay within memory.
+func (s *Server) openSpool() {
+	path := s.opts.SpoolDir
+	if path == "" {
+		path = spool.DefaultPath()
+	}
+	d, removed, err := spool.Open(path)
+	if len(removed) > 0 {
+		s.log.Warn("stale spool files removed", "count", len(removed), "dir", path)
+	}
+	if err != nil && d == nil {
+		s.log.Error("spool directory unusable; audio files sent before their model are held in memory only", "dir", path, "error", err)
+		return
+	}
+	if err != nil {
+		s.log.Warn("stale spool files not all removed", "dir", path, "error", err)
+	}
+	s.spool = d
+}

@@ -1,0 +1,131 @@
+package server
+
+import (
+	"context"
+
+	"github.com/gin-gonic/gin"
+
+	"github.com/anvil-llm/anvil/router/decisionlog"
+	"github.com/anvil-llm/anvil/router/relay"
+	"github.com/anvil-llm/anvil/router/request"
+	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/router/tracing"
+)
+
+// Tracing in the server: s.tracer is nil when tracing is off, and then every hook below is that nil
+// check and nothing more. Propagation does not depend on it: a caller's valid traceparent (and
+// tracestate) reaches the member either way, with the router's span as the parent when tracing is
+// on, unchanged when it is off (tracing.Incoming decides what is valid; everything else is dropped).
+
+const ctxSpan = "anvil.span"
+
+// startSpan is the middleware, registered only with tracing on, that begins a front-door request's
+// server span after authentication; finish ends it from the request's decision record.
+func (s *Server) startSpan(c *gin.Context) {
+	route := c.FullPath()
+	if !frontDoor(route) {
+		c.Next()
+		return
+	}
+	c.Set(ctxSpan, s.tracer.Start(context.Background(), c.Request.Header, c.Request.Method, route, s.now()))
+	c.Next()
+}
+
+// frontDoor reports the routes whose requests walk to a member and leave a decision record.
+func frontDoor(route string) bool {
+	for ep := request.ChatCompletions; ep <= request.AudioSpeech; ep++ {
+		if route == ep.Path() {
+			return true
+		}
+	}
+	return false
+}
+
+// span is the request's span; nil with tracing off (or on a route without one).
+func (s *Server) span(c *gin.Context) *tracing.Span {
+	if s.tracer == nil {
+		return nil
+	}
+	v, _ := c.Get(ctxSpan)
+	sp, _ := v.(*tracing.Span)
+	return sp
+}
+
+// admitting and admitted mark admission's start and end on the span.
+func (s *Server) admitting(c *gin.Context) {
+	if sp := s.span(c); sp != nil {
+		sp.Admitting(s.now())
+	}
+}
+
+func (s *Server) admitted(c *gin.Context) {
+	if sp := s.span(c); sp != nil {
+		sp.Admitted(s.now())
+	}
+}
+
+// propagate sets the trace context the upstream attempt carries, and marks the attempt's start.
+func (s *Server) propagate(c *gin.Context, up *relay.Upstream) {
+	if sp := s.span(c); sp != nil {
+		up.TraceParent, up.TraceState = sp.Upstream(s.now())
+		return
+	}
+	in := tracing.Incoming(c.Request.Header)
+	up.TraceParent, up.TraceState = in.TraceParent, in.TraceState
+}
+
+// traced joins the attempt's record to the request's trace, before it is finished.
+func (s *Server) traced(c *gin.Context, at *routing.Attempt) {
+	if sp := s.span(c); sp != nil {
+		at.Traced(sp.TraceID())
+		return
+	}
+	at.Traced(tracing.Incoming(c.Request.Header).TraceID())
+}
+
+// endSpan ends the request's span with its finished record.
+func (s *Server) endSpan(c *gin.Context, rec decisionlog.Record) {
+	sp := s.span(c)
+	if sp == nil {
+		return
+	}
+	e := tracing.End{Operation: operation(c.FullPath())}
+	if t, ok := s.genOf(c).cfg.Tier(rec.Tier); ok {
+		e.ResponseModel = t.ServedModel
+	}
+	sp.End(rec, e)
+}
+
+// refusedSpan keeps the refusal code a request was answered with on its span, if it has one.
+func refusedSpan(c *gin.Context, code string) {
+	if v, ok := c.Get(ctxSpan); ok {
+		v.(*tracing.Span).Refused(code)
+	}
+}
+
+// operation is gen_ai.operation.name of a front-door route ("" for the audio routes, which the
+// semantic conventions do not name).
+func operation(route string) string {
+	switch route {
+	case request.ChatCompletions.Path(), request.Responses.Path():
+		return "chat"
+	case request.Completions.Path():
+		return "text_completion"
+	case request.Embeddings.Path():
+		return "embeddings"
+	}
+	return ""
+}
+
+// shutdownTracer exports the spans still queued within the shutdown grace and then gives up (what is
+// left counts as dropped). Close calls it after the last handler, so every request's span is queued.
+func (s *Server) shutdownTracer() {
+	if s.tracer == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
+	defer cancel()
+	if err := s.tracer.Shutdown(ctx); err != nil {
+		s.log.Warn("trace export did not finish within the shutdown grace", "dropped_spans", s.tracer.Dropped())
+	}
+}

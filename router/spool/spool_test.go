@@ -1,0 +1,199 @@
+package spool
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"pgregory.net/rapid"
+)
+
+func openDir(t *testing.T) *Dir {
+	t.Helper()
+	d, removed, err := Open(filepath.Join(t.TempDir(), DirName))
+	require.NoError(t, err)
+	assert.Empty(t, removed)
+	t.Cleanup(func() { _ = d.Close() })
+	return d
+}
+
+func entries(t *testing.T, d *Dir) []os.DirEntry {
+	t.Helper()
+	es, err := os.ReadDir(d.Path())
+	require.NoError(t, err)
+	return es
+}
+
+func unlimited(int64) error { return nil }
+
+func TestOpenMakesAPrivateDirectory(t *testing.T) {
+	d := openDir(t)
+	fi, err := os.Lstat(d.Path())
+	require.NoError(t, err)
+	assert.True(t, fi.IsDir())
+	assert.Equal(t, os.FileMode(0o700), fi.Mode().Perm())
+}
+
+func TestOpenRefusesAnUnsafeDirectory(t *testing.T) {
+	base := t.TempDir()
+	open := filepath.Join(base, "open")
+	require.NoError(t, os.Mkdir(open, 0o700))
+	require.NoError(t, os.Chmod(open, 0o755))
+	target := filepath.Join(base, "target")
+	require.NoError(t, os.Mkdir(target, 0o700))
+	link := filepath.Join(base, "link")
+	require.NoError(t, os.Symlink(target, link))
+	file := filepath.Join(base, "file")
+	require.NoError(t, os.WriteFile(file, nil, 0o600))
+	for _, p := range []string{open, link, file} {
+		_, _, err := Open(p)
+		assert.ErrorIs(t, err, ErrUnsafeDir, p)
+	}
+	_, _, err := Open(filepath.Join(base, "missing", "deeper"))
+	assert.Error(t, err, "a missing parent is not created")
+}
+
+func TestBufferInMemory(t *testing.T) {
+	d := openDir(t)
+	b := d.NewBuffer(1<<10, unlimited)
+	_, err := b.Write([]byte("hello "))
+	require.NoError(t, err)
+	_, err = b.Write([]byte("world"))
+	require.NoError(t, err)
+	assert.False(t, b.Spilled())
+	assert.Empty(t, entries(t, d), "no file while it fits in memory")
+	got, err := io.ReadAll(b.Reader())
+	require.NoError(t, err)
+	assert.Equal(t, "hello world", string(got))
+	require.NoError(t, b.Close())
+	require.NoError(t, b.Close())
+	_, err = b.Write([]byte("x"))
+	assert.ErrorIs(t, err, ErrClosed)
+}
+
+func TestBufferSpills(t *testing.T) {
+	d := openDir(t)
+	var asked []int64
+	b := d.NewBuffer(100, func(n int64) error { asked = append(asked, n); return nil })
+	data := bytes.Repeat([]byte("0123456789"), SpillStep/10+50) // 1 MiB + 500 bytes
+	n, err := b.Write(data)
+	require.NoError(t, err)
+	assert.Equal(t, len(data), n)
+	assert.True(t, b.Spilled())
+	assert.Equal(t, []int64{SpillStep, SpillStep}, asked, "disk is reserved a step at a time")
+	assert.Equal(t, int64(2*SpillStep), b.Reserved())
+	es := entries(t, d)
+	require.Len(t, es, 1)
+	info, err := es[0].Info()
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
+	assert.Equal(t, int64(len(data)-100), info.Size(), "past the memory bound, on disk")
+	pid, ok := parseName(es[0].Name())
+	assert.True(t, ok, es[0].Name())
+	assert.Equal(t, os.Getpid(), pid)
+	got, err := io.ReadAll(b.Reader())
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+	assert.Equal(t, 1, d.Live())
+	require.NoError(t, b.Close())
+	assert.Empty(t, entries(t, d), "Close removes the file")
+	assert.Zero(t, d.Live())
+}
+
+func TestBufferRefusals(t *testing.T) {
+	d := openDir(t)
+	full := errors.New("full")
+	b := d.NewBuffer(10, func(int64) error { return full })
+	n, err := b.Write(make([]byte, 20))
+	assert.ErrorIs(t, err, full)
+	assert.Equal(t, 10, n, "the memory part is taken")
+	assert.Empty(t, entries(t, d), "no file without its reservation")
+
+	off := d.NewBuffer(10, nil)
+	_, err = off.Write(make([]byte, 11))
+	assert.ErrorIs(t, err, ErrSpillOff)
+}
+
+func TestDirCloseRemovesLiveFiles(t *testing.T) {
+	d := openDir(t)
+	b := d.NewBuffer(0, unlimited)
+	_, err := b.Write([]byte("held"))
+	require.NoError(t, err)
+	require.Len(t, entries(t, d), 1)
+	require.NoError(t, d.Close())
+	assert.Empty(t, entries(t, d))
+	assert.NoError(t, b.Close(), "a buffer whose file the directory removed closes quietly")
+	_, err = d.NewBuffer(0, unlimited).Write([]byte("x"))
+	assert.ErrorIs(t, err, ErrClosed, "no file after Close")
+}
+
+func TestSweep(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), DirName)
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	name := func(pid int, hex string) string { return "held-" + strconv.Itoa(pid) + "-" + hex + ".part" }
+	stale := []string{name(os.Getpid(), "0123456789abcdef"), name(4194305, "0123456789abcdef")}
+	kept := []string{name(1, "0123456789abcdef"), "held-01-0123456789abcdef.part", "held-5-0123456789ABCDEF.part",
+		"held-5-0123456789abcdef.tmp", "held-5-0123.part", "other"}
+	for _, n := range append(append([]string{}, stale...), kept...) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o600))
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(dir, name(os.Getpid(), "aaaaaaaaaaaaaaaa")), 0o700))
+	kept = append(kept, name(os.Getpid(), "aaaaaaaaaaaaaaaa"))
+	d, removed, err := Open(dir)
+	require.NoError(t, err)
+	defer d.Close()
+	assert.ElementsMatch(t, stale, removed)
+	var left []string
+	for _, e := range entries(t, d) {
+		left = append(left, e.Name())
+	}
+	assert.ElementsMatch(t, kept, left, "only regular files of the pattern, of this PID or a dead one")
+}
+
+// TestBufferProperty: whatever the writes and the memory bound, the buffer reads back exactly what
+// was written, keeps at most its bound in memory, asks for disk only for what it writes there, and
+// leaves no file after Close.
+func TestBufferProperty(t *testing.T) {
+	d := openDir(t)
+	rapid.Check(t, func(t *rapid.T) {
+		memLimit := rapid.Int64Range(0, 200<<10).Draw(t, "memLimit")
+		writes := rapid.SliceOfN(rapid.IntRange(0, 300<<10), 0, 8).Draw(t, "writes")
+		var reserved int64
+		b := d.NewBuffer(memLimit, func(n int64) error { reserved += n; return nil })
+		var want []byte
+		for i, n := range writes {
+			p := bytes.Repeat([]byte{byte(i + 1)}, n)
+			m, err := b.Write(p)
+			if err != nil || m != n {
+				t.Fatalf("write %d: %d of %d: %v", i, m, n, err)
+			}
+			want = append(want, p...)
+		}
+		var memCap int64
+		for _, c := range b.mem {
+			memCap += int64(cap(c))
+		}
+		if b.memSize > memLimit || memCap > memLimit {
+			t.Fatalf("memory %d (cap %d) over its bound %d", b.memSize, memCap, memLimit)
+		}
+		if onDisk := int64(len(want)) - b.memSize; reserved < onDisk || reserved >= onDisk+SpillStep+1 && onDisk > 0 {
+			t.Fatalf("reserved %d for %d on disk", reserved, onDisk)
+		}
+		got, err := io.ReadAll(b.Reader())
+		if err != nil || !bytes.Equal(got, want) {
+			t.Fatalf("read back %d bytes, want %d: %v", len(got), len(want), err)
+		}
+		if err := b.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if d.Live() != 0 {
+			t.Fatalf("%d files left", d.Live())
+		}
+	})
+}
