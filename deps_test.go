@@ -44,11 +44,13 @@ var pure = []string{"router/ident", "router/scheduler", "router/health", "engine
 // and the capacity views project what they are handed (a scrape's goroutine is the caller's); the
 // walk (routing) takes time as values and locks its passive-health shell, and the request parser
 // formats its key errors.
-var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request", "sim/calibrate"}
+var quiet = []string{"router/admission", "router/pressure", "router/pressure/adapter", "sim", "router/capacity", "router/routing", "router/request", "sim/calibrate",
+	"internal/enginepage"}
 
 // netFree are the packages whose whole build graph must hold neither net/http nor viper: the walk,
 // its request parser and cores, and the simulator that drives them.
-var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event", "sim/policy", "sim/calibrate"}
+var netFree = []string{"sim", "router/pressure/adapter", "router/routing", "router/request", "router/admission", "router/scheduler", "engine", "sim/event", "sim/policy", "sim/calibrate",
+	"internal/enginepage"}
 
 // qualificationMay are the module packages qualification may depend on, transitively: the bench and
 // the scenarios it takes load from (with their pure cores), the transition grammar and client, and
@@ -246,6 +248,12 @@ func rules() []importRule {
 			subjects: []string{"router/listen", "cmd/anvil-router"},
 			applies:  func(rel string) bool { return rel != "router/listen" && rel != "cmd/anvil-router" },
 			forbids:  func(_, dep string) bool { return local(dep) == "router/listen" }},
+		{why: "internal/enginepage renders the engine model as each engine prints it: the standard library, client_model (with its protobuf) and engine only",
+			subjects: []string{"internal/enginepage"}, applies: exact("internal/enginepage"), transitive: true,
+			forbids: func(_, dep string) bool {
+				return !isStd(dep) && local(dep) != "engine" && !external(dep, "github.com/prometheus/client_model") &&
+					!external(dep, "google.golang.org/protobuf")
+			}},
 	}
 }
 
@@ -656,6 +664,9 @@ func TestPolicyCatchesPlantedViolations(t *testing.T) {
 		{"goroutine in the walk", "router/routing", `func planted() { go func() {}() }`, "starts a goroutine"},
 		{"printing in the request parser", "router/request", `import "fmt"; func planted() { fmt.Println("x") }`, "uses fmt.Println"},
 		{"net/http in the request parser", "router/request", `import "net/http"; var _ = http.MethodPost`, "router/request depends on net/http"},
+		{"the engine pages read the router's adapters", "internal/enginepage",
+			`import "github.com/anvil-llm/anvil/router/pressure/adapter"; var _ = adapter.For`,
+			"internal/enginepage depends on github.com/anvil-llm/anvil/router/pressure/adapter"},
 	}
 	root, err := os.Getwd()
 	if err != nil {

@@ -56,11 +56,12 @@ wait_for() {
 	return 1
 }
 
-# start_member INDEX MODEL PROFILE SCALE: one anvil-fakevllm member; sets member_url. (Not run in a
-# command substitution: its process must be this shell's child, in pids.)
+# start_member INDEX MODEL PROFILE SCALE [ENGINE]: one anvil-fakevllm member; sets member_url. (Not
+# run in a command substitution: its process must be this shell's child, in pids.)
 start_member() {
 	local extra=()
 	[ "$4" = 1 ] || extra=(--fault-step-multiplier "$4")
+	[ -z "${5:-}" ] || extra+=(--engine "$5")
 	"$work/anvil-fakevllm" serve --members 1 --model "$2" --profile "$3" "${extra[@]}" \
 		</dev/null >"$work/member-$1.out" 2>"$work/member-$1.err" &
 	pids+=($!)
@@ -72,10 +73,10 @@ start_member() {
 # in the endpoints array.
 start_members() {
 	endpoints=()
-	local i=0 id model profile scale
-	while IFS=$'\t' read -r id model profile scale; do
+	local i=0 id model profile scale engine
+	while IFS=$'\t' read -r id model profile scale engine; do
 		case $id in '#'*) continue ;; esac
-		start_member "$i" "$model" "$profile" "$scale"
+		start_member "$i" "$model" "$profile" "$scale" "$engine"
 		endpoints+=("$member_url")
 		i=$((i + 1))
 	done < <("$sim" members "$1")
@@ -84,9 +85,9 @@ start_members() {
 # alone SCENARIO DURATION ROUND: the scenario's load straight at its first member (no router), then
 # anvil-sim replay: what the real path adds to each request beside the engine model, at this load.
 alone() {
-	local tag=$1-r$3-alone id model profile scale before after status=0
-	IFS=$'\t' read -r id model profile scale < <("$sim" members "$1" | grep -v '^#' | head -n1)
-	start_member 0 "$model" "$profile" "$scale"
+	local tag=$1-r$3-alone id model profile scale engine before after status=0
+	IFS=$'\t' read -r id model profile scale engine < <("$sim" members "$1" | grep -v '^#' | head -n1)
+	start_member 0 "$model" "$profile" "$scale" "$engine"
 	before=$(loadavg)
 	echo "sim-vs-real: $tag: member $id alone (load $before)" >&2
 	local args=(--scenario "$1" --url "$member_url" --model "$model" --label alone --no-progress)

@@ -165,14 +165,18 @@ func (s *Server) wait(ctx context.Context, ready <-chan time.Time) bool {
 // exposition gathers the private registry and encodes it, dropping missing
 // families and padding an oversized body as the fault says.
 func (s *Server) exposition(f MetricsFault) ([]byte, error) {
-	families, err := s.reg.Gather()
+	gather := s.reg.Gather
+	if !s.vllm() {
+		gather = s.enginePage
+	}
+	families, err := gather()
 	if err != nil {
 		return nil, err
 	}
 	if f.Mode == MetricsMissing {
 		missing := f.Missing
 		if len(missing) == 0 {
-			missing = pressureFamilies()
+			missing = s.missingFamilies()
 		}
 		families = slices.DeleteFunc(families, func(mf *dto.MetricFamily) bool {
 			return slices.Contains(missing, mf.GetName())

@@ -61,8 +61,13 @@ type Options struct {
 	// Seed feeds the engine's jitter, the fault draws and the response IDs.
 	Seed uint64
 	// LegacyMetrics emits vllm:gpu_cache_usage_perc instead of
-	// vllm:kv_cache_usage_perc.
+	// vllm:kv_cache_usage_perc; with another Engine, that engine's older
+	// names (see internal/enginepage).
 	LegacyMetrics bool
+	// Engine is the serving engine the member shows itself as (one of
+	// Engines(); "" is vLLM): its /metrics names and labels, its /v1/models
+	// shape and its health path (engines.go).
+	Engine string
 	// Faults are applied at start (slow start counts from NewServer).
 	Faults Faults
 	// MaxBodyBytes bounds a JSON request body (default DefaultMaxBodyBytes).
@@ -81,6 +86,9 @@ type Options struct {
 
 func (o Options) withDefaults() (Options, error) {
 	if err := validateModelNames(o); err != nil {
+		return o, err
+	}
+	if err := validateEngine(o); err != nil {
 		return o, err
 	}
 	o.Models = append([]string(nil), o.Models...)
@@ -258,8 +266,12 @@ func (s *Server) routes() *gin.Engine {
 	v1.POST("/audio/transcriptions", s.transcribe(endpointTranscription))
 	v1.POST("/audio/translations", s.transcribe(endpointTranslation))
 	v1.POST("/audio/speech", s.speech)
-	r.GET("/v1/models", s.listModels)
-	r.GET("/health", s.health)
+	if s.vllm() {
+		r.GET("/v1/models", s.listModels)
+	} else {
+		r.GET("/v1/models", s.listEngineModels)
+	}
+	r.GET(s.healthPath(), s.health)
 	r.GET("/version", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"version": VLLMVersion}) })
 	r.GET("/metrics", s.serveMetrics)
 	r.GET("/admin/faults", s.getFaults)

@@ -26,7 +26,8 @@ workload:
 
 func TestEmbeddedScenariosParse(t *testing.T) {
 	names := Names()
-	want := []string{"burst-queue", "bursty-arrivals", "decisive-unknown", "failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage",
+	want := []string{"burst-queue", "bursty-arrivals", "decisive-unknown", "engine-llamacpp", "engine-sglang", "engine-tgi", "engine-trtllm",
+		"failing-member", "flapping-member", "heterogeneous", "live-reload", "member-drain", "metrics-outage",
 		"outside-load", "prompt-mix", "restart-intent", "rotation", "sixteen-members-hour", "sixteen-members", "stale-telemetry", "tier-drain", "twenty-concurrent",
 		"unequal-speed", "upstream-errors"}
 	assert.Equal(t, want, names)

@@ -44,10 +44,14 @@ const (
 
 // Tier is the replica tier under test. It becomes a real router configuration.
 type Tier struct {
-	ID             string         `yaml:"id"`           // default "pool"
-	Alias          string         `yaml:"alias"`        // the model name callers send; default "chat"
-	ServedModel    string         `yaml:"served_model"` // default "sim/llama-3.1-8b"
-	Strategy       string         `yaml:"strategy"`     // round_robin or capacity (required)
+	ID          string `yaml:"id"`           // default "pool"
+	Alias       string `yaml:"alias"`        // the model name callers send; default "chat"
+	ServedModel string `yaml:"served_model"` // default "sim/llama-3.1-8b"
+	Strategy    string `yaml:"strategy"`     // round_robin or capacity (required)
+	// Engine is the router's tiers[].engine: which serving engine's page the virtual members print
+	// and which adapter reads it (absent: vllm, rendered as absent). The router's config model
+	// validates it when the scenario is loaded.
+	Engine         string         `yaml:"engine"`
 	MaxConcurrency int64          `yaml:"max_concurrency"`
 	Gates          Gates          `yaml:"gates"`
 	PassiveHealth  *PassiveHealth `yaml:"passive_health"` // absent: the router's defaults, enabled

@@ -116,13 +116,17 @@ func TestExpectedFreshnessFollowsTheHeldSample(t *testing.T) {
 	assert.Equal(t, scheduler.FreshnessUnknown, f, "nothing published yet")
 
 	tel.held[0] = heldSample{published: true, class: pressure.ClassOK, observedAt: time.Second, running: 3, waiting: 2,
-		usedBlocks: 10, totalBlocks: 1000}
+		usedBlocks: 10, totalBlocks: 1000, kv: true}
 	f, ppm := tel.expected(0, 2*time.Second)
 	assert.Equal(t, scheduler.FreshnessFresh, f)
 	assert.Equal(t, int64(625_000), ppm, "ceil(5 * 1e6 / 8) beats ceil(10 * 1e6 / 1000)")
 	tel.held[0].usedBlocks = 999
 	_, ppm = tel.expected(0, 2*time.Second)
 	assert.Equal(t, int64(999_000), ppm, "KV pressure wins when higher")
+	tel.held[0].kv = false
+	_, ppm = tel.expected(0, 2*time.Second)
+	assert.Equal(t, int64(625_000), ppm, "a page without a KV signal (llama.cpp's) is request pressure only")
+	tel.held[0].kv = true
 	f, _ = tel.expected(0, time.Second+scheduler.MaxAge+1)
 	assert.Equal(t, scheduler.FreshnessStale, f)
 

@@ -90,6 +90,9 @@ func generationDocument(sc *scenarios.Scenario, members []scenarios.Member, stra
 	if t.MaxConcurrency > 0 {
 		tier.MaxConcurrency = &t.MaxConcurrency
 	}
+	if t.Engine != "" {
+		tier.Engine = &t.Engine // absent otherwise: the document, and so its digest, stay as before
+	}
 	tier.PassiveHealth = passiveHealth(t.PassiveHealth)
 	if q := t.Queue; q != nil {
 		tier.Queue = &config.QueueDoc{MaxWaiting: &q.MaxWaiting, Timeout: &q.Timeout}

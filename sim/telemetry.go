@@ -127,6 +127,7 @@ type telemetry struct {
 	gen     uint32 // the router process generation: a restart discards the old one's scrapes
 	w       *world
 	core    *pressure.Core
+	pages   pages // what a scrape reads: each member's page, through the tier's adapter
 	workers [2]worker
 	held    []heldSample // per member: what the core published last, mirrored for the audit
 	// capacity is each member's ceiling in the core in force (0: not a member of it), so a reload
@@ -145,6 +146,7 @@ type heldSample struct {
 	running, waiting int64
 	usedBlocks       int64
 	totalBlocks      int64
+	kv               bool // the page carried a KV signal (every engine's but llama.cpp's current one)
 }
 
 type worker struct {
@@ -163,6 +165,9 @@ func newTelemetry(w *world, specs []pressure.TierSpec) (*telemetry, error) {
 		return nil, err
 	}
 	t := &telemetry{w: w, core: core, held: make([]heldSample, max(core.Members(), len(w.sc.AllMembers())))}
+	if t.pages, err = newPages(w, w.cfg); err != nil {
+		return nil, err
+	}
 	t.capacity = make([]int64, len(t.held))
 	all := w.sc.AllMembers()
 	for _, ts := range specs {
@@ -273,11 +278,8 @@ func (t *telemetry) scrapeDone(wi int, gen uint32) {
 	held := heldSample{published: true, class: class, observedAt: wk.since}
 	if class == pressure.ClassOK {
 		mt := m.eng.Metrics()
-		s = pressure.Sample{
-			Running: scheduler.Metric{Value: float64(mt.Running), Present: true},
-			Waiting: scheduler.Metric{Value: float64(mt.Waiting), Present: true},
-			KVUsage: scheduler.Metric{Value: mt.KVUsage, Present: true},
-		}
+		s, class = t.pages.sample(wk.member, m.prof, mt)
+		held.class, held.kv = class, s.KVUsage.Present
 		held.running, held.waiting = int64(mt.Running), int64(mt.Waiting)
 		held.usedBlocks, held.totalBlocks = int64(mt.UsedBlocks), int64(mt.TotalBlocks)
 	}
@@ -301,8 +303,8 @@ func (t *telemetry) scrapeDone(wi int, gen uint32) {
 // at now, derived from the sim's own copy of the held sample: a running refresh past FetchTimeout
 // reads failed; nothing published reads unknown; a failed scrape reads failed; a page without
 // signals reads unknown; a good sample is fresh up to scheduler.MaxAge after its start, with
-// ppm = max(ceil((running+waiting)*1e6/capacity), ceil(used_blocks*1e6/total_blocks)), and stale
-// after. The ppm is computed in integers from the engine's own counts, not from the float the
+// ppm = max(ceil((running+waiting)*1e6/capacity), ceil(used_blocks*1e6/total_blocks)) (the KV term
+// only where the engine's page carries one), and stale after. The ppm is computed in integers from the engine's own counts, not from the float the
 // scrape carried.
 func (t *telemetry) expected(mi int, now time.Duration) (scheduler.Freshness, int64) {
 	for i := range t.workers {
@@ -325,7 +327,7 @@ func (t *telemetry) expected(mi int, now time.Duration) (scheduler.Freshness, in
 	capacity := t.w.members[mi].ceiling
 	req := ceilDiv((h.running+h.waiting)*1_000_000, capacity)
 	var kv int64
-	if h.totalBlocks > 0 {
+	if h.kv && h.totalBlocks > 0 {
 		kv = ceilDiv(h.usedBlocks*1_000_000, h.totalBlocks)
 	}
 	return scheduler.FreshnessFresh, max(req, kv)

@@ -33,6 +33,7 @@ type serveFlags struct {
 	host          string
 	basePort      int
 	legacyMetrics bool
+	engine        string
 	faultsFile    string
 	seed          uint64
 	maxBodyBytes  int64
@@ -65,7 +66,8 @@ run time. SIGINT or SIGTERM shuts down gracefully.`,
 	fl.IntVar(&f.members, "members", 1, "number of members, each with its own listener and engine")
 	fl.StringVar(&f.host, "host", "127.0.0.1", "listen address")
 	fl.IntVar(&f.basePort, "base-port", 0, "port of member 0; member i uses base-port+i (0: ephemeral ports)")
-	fl.BoolVar(&f.legacyMetrics, "legacy-metrics", false, "emit vllm:gpu_cache_usage_perc instead of vllm:kv_cache_usage_perc")
+	fl.BoolVar(&f.legacyMetrics, "legacy-metrics", false, "emit vllm:gpu_cache_usage_perc instead of vllm:kv_cache_usage_perc (with --engine, that engine's older names)")
+	fl.StringVar(&f.engine, "engine", "vllm", "serving engine to show as ("+strings.Join(fakevllm.Engines(), ", ")+"): its /metrics names and labels, /v1/models shape and health path")
 	fl.StringVar(&f.faultsFile, "faults", "", "fault configuration file (YAML or JSON)")
 	fl.Uint64Var(&f.seed, "seed", 1, "seed of engine jitter, fault draws and response IDs")
 	fl.Int64Var(&f.maxBodyBytes, "max-body-bytes", fakevllm.DefaultMaxBodyBytes, "JSON request body limit in bytes")
@@ -126,7 +128,7 @@ func buildOptions(fl *pflag.FlagSet, f serveFlags, stderr io.Writer) (fakevllm.O
 		level = slog.LevelDebug
 	}
 	opts := fakevllm.Options{
-		Models: f.models, LoRA: f.lora, ExtraModels: f.extraModels, Profile: prof, Seed: f.seed, LegacyMetrics: f.legacyMetrics, Faults: faults,
+		Models: f.models, LoRA: f.lora, ExtraModels: f.extraModels, Profile: prof, Seed: f.seed, LegacyMetrics: f.legacyMetrics, Engine: f.engine, Faults: faults,
 		MaxBodyBytes: f.maxBodyBytes, MaxAudioBytes: f.maxAudioBytes, Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}
 	if err := opts.Validate(); err != nil { // before binding any port

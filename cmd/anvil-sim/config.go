@@ -74,9 +74,9 @@ func newMembers() *cobra.Command {
 		Use:   "members FILE|NAME",
 		Short: "List each member's served model, engine profile and step scale (tab-separated), for anvil-fakevllm serve",
 		Long: `List the scenario's members, one line each, tab-separated: ID, served model, engine profile,
-step scale. A real stand-in is anvil-fakevllm serve --model MODEL --profile PROFILE
---fault-step-multiplier SCALE: the same engine model on real time. The first line is a comment
-naming the columns.`,
+step scale, and the serving engine when the scenario's tier sets one. A real stand-in is
+anvil-fakevllm serve --model MODEL --profile PROFILE --fault-step-multiplier SCALE [--engine ENGINE]:
+the same engine model on real time. The first line is a comment naming the columns.`,
 		Args: cli.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			sc, err := loadScenario(args[0], scenarios.Override{})
@@ -89,9 +89,14 @@ naming the columns.`,
 				return err
 			}
 			var buf bytes.Buffer
-			buf.WriteString("# id\tserved_model\tprofile\tstep_scale\n")
+			// A fifth column only when the tier names its engine: vLLM scenarios list as before.
+			header, engine := "# id\tserved_model\tprofile\tstep_scale", ""
+			if sc.Tier.Engine != "" {
+				header, engine = header+"\tengine", "\t"+sc.Tier.Engine
+			}
+			buf.WriteString(header + "\n")
 			for _, m := range sc.Tier.Members {
-				fmt.Fprintf(&buf, "%s\t%s\t%s\t%s\n", m.ID, sc.Tier.ServedModel, m.Profile, strconv.FormatFloat(m.StepScale, 'g', -1, 64))
+				fmt.Fprintf(&buf, "%s\t%s\t%s\t%s%s\n", m.ID, sc.Tier.ServedModel, m.Profile, strconv.FormatFloat(m.StepScale, 'g', -1, 64), engine)
 			}
 			_, err = cmd.OutOrStdout().Write(buf.Bytes())
 			return err

@@ -245,3 +245,14 @@ func TestReplay(t *testing.T) {
 		assert.Contains(t, errOut, c.msg)
 	}
 }
+
+// TestMembersOfAnEngineScenario: a tier that names its engine lists it in a fifth column, for
+// anvil-fakevllm serve --engine.
+func TestMembersOfAnEngineScenario(t *testing.T) {
+	code, out, errOut := runCLI(t, "members", "engine-trtllm")
+	require.Equal(t, 0, code, errOut)
+	assert.Equal(t, "# id\tserved_model\tprofile\tstep_scale\tengine\n"+
+		"trt-0\tsim/llama-3.1-8b\t8b-h100\t1\ttrtllm\n"+
+		"trt-1\tsim/llama-3.1-8b\t8b-h100\t2\ttrtllm\n"+
+		"trt-2\tsim/llama-3.1-8b\t8b-h100\t1\ttrtllm\n", out)
+}

@@ -182,9 +182,13 @@ type Tier struct {
 	Host           string // replica only: canonical declared host
 	Provenance     string // replica only: declared replica provenance
 	Strategy       Strategy
-	PassiveHealth  PassiveHealth // replica only
-	Queue          Queue         // the admission queue; MaxWaiting 0 = none
-	Members        []Member      // replica only, in file order
+	// Engine is the serving engine of a replica tier's members (one adapter name of
+	// router/pressure/adapter, "vllm" by default; "" on direct tiers). It selects only how their
+	// /metrics page is read: never a ceiling, never the readiness rule.
+	Engine        string
+	PassiveHealth PassiveHealth // replica only
+	Queue         Queue         // the admission queue; MaxWaiting 0 = none
+	Members       []Member      // replica only, in file order
 }
 
 // Queue is a tier's admission queue: a request that finds no capacity waits, holding no reservation,

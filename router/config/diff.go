@@ -217,6 +217,7 @@ func (d *differ) tier(p string, o, n Tier) {
 	d.opaque(p+".host", o.Host, n.Host)
 	d.opaque(p+".provenance", o.Provenance, n.Provenance)
 	d.shown(p+".replica_strategy", string(o.Strategy), string(n.Strategy))
+	d.shown(p+".engine", o.Engine, n.Engine)
 	if d.presence(p+".queue", o.Queue.MaxWaiting > 0, n.Queue.MaxWaiting > 0) {
 		d.num(p+".queue.max_waiting", int64(o.Queue.MaxWaiting), int64(n.Queue.MaxWaiting))
 		d.dur(p+".queue.timeout", o.Queue.Timeout, n.Queue.Timeout)

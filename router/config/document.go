@@ -124,6 +124,7 @@ type TierDoc struct {
 	Host            *string           `mapstructure:"host" yaml:"host,omitempty"`
 	Provenance      *string           `mapstructure:"provenance" yaml:"provenance,omitempty"`
 	ReplicaStrategy *string           `mapstructure:"replica_strategy" yaml:"replica_strategy,omitempty"`
+	Engine          *string           `mapstructure:"engine" yaml:"engine,omitempty"`
 	PassiveHealth   *PassiveHealthDoc `mapstructure:"passive_health" yaml:"passive_health,omitempty"`
 	Queue           *QueueDoc         `mapstructure:"queue" yaml:"queue,omitempty"`
 	Members         []MemberDoc       `mapstructure:"members" yaml:"members,omitempty"`

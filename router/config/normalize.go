@@ -122,6 +122,7 @@ type normTier struct {
 	Host            string             `yaml:"host,omitempty"`
 	Provenance      string             `yaml:"provenance,omitempty"`
 	ReplicaStrategy string             `yaml:"replica_strategy,omitempty"`
+	Engine          string             `yaml:"engine,omitempty"`
 	PassiveHealth   *normPassiveHealth `yaml:"passive_health,omitempty"`
 	Queue           *normQueue         `yaml:"queue,omitempty"`
 	Members         []normMember       `yaml:"members,omitempty"`
@@ -256,6 +257,7 @@ func normTierOf(t Tier) normTier {
 		Host:            t.Host,
 		Provenance:      t.Provenance,
 		ReplicaStrategy: string(t.Strategy),
+		Engine:          t.Engine,
 	}
 	if q := t.Queue; q.MaxWaiting > 0 {
 		nt.Queue = &normQueue{MaxWaiting: q.MaxWaiting, Timeout: fmtDuration(q.Timeout)}

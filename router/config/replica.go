@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/anvil-llm/anvil/router/health"
 	"github.com/anvil-llm/anvil/router/ident"
+	"github.com/anvil-llm/anvil/router/pressure/adapter"
 )
 
 // replica validates the qualified-replica contract at load: one declared
@@ -39,6 +41,9 @@ func (b *tierBuilder) replica(rt TierDoc, path string, t *Tier) error {
 			return invalid(path+".replica_strategy", "must be round_robin or capacity")
 		}
 	}
+	if t.Engine, ok = engine(rt.Engine); !ok {
+		return invalid(path+".engine", engineRule)
+	}
 	var err error
 	if t.PassiveHealth, err = buildPassiveHealth(rt.PassiveHealth, path+".passive_health"); err != nil {
 		return err
@@ -50,6 +55,20 @@ func (b *tierBuilder) replica(rt TierDoc, path string, t *Tier) error {
 		return err
 	}
 	return checkAggregate(path, t)
+}
+
+// engineRule is the fixed message of a bad engine: the rejected value is never echoed.
+var engineRule = "must be one of " + strings.Join(adapter.Engines(), ", ")
+
+// engine resolves a replica tier's engine key: absent is vLLM, today's only reading.
+func engine(raw *string) (string, bool) {
+	if raw == nil {
+		return adapter.VLLM, true
+	}
+	if *raw == "" || !adapter.Valid(*raw) {
+		return "", false
+	}
+	return *raw, true
 }
 
 func (b *tierBuilder) members(raws []MemberDoc, path string, t *Tier) error {

@@ -177,6 +177,7 @@ func (b *tierBuilder) direct(rt TierDoc, path string, t *Tier) error {
 		{rt.Host != nil, "host"},
 		{rt.Provenance != nil, "provenance"},
 		{rt.ReplicaStrategy != nil, "replica_strategy"},
+		{rt.Engine != nil, "engine"},
 		{rt.PassiveHealth != nil, "passive_health"},
 		{len(rt.Members) > 0, "members"},
 	} {

@@ -1,7 +1,8 @@
 package pressure
 
 // Adopt carries every member sample of old into c whose identity is unchanged: the same tier,
-// member ID, endpoint and served model, and the same capacity (a sample is normalized against the
+// member ID, endpoint, served model and engine (a page read by another adapter is another
+// reading), and the same capacity (a sample is normalized against the
 // member ceiling, so a member whose ceiling moved reads unknown until its next refresh, which is due
 // at once). A member new to c reads unknown until its first refresh. Refreshes queued or running in
 // old are not carried: c schedules its own, and a late completion of an old job is ignored by c (its
@@ -19,7 +20,7 @@ func (c *Core) Adopt(old *Core) {
 			continue
 		}
 		o := &old.members[j]
-		if o.endpoint != m.endpoint || o.model != m.model || o.capacity != m.capacity {
+		if o.endpoint != m.endpoint || o.model != m.model || o.engine != m.engine || o.capacity != m.capacity {
 			continue
 		}
 		m.completed, m.lastCompleted = o.completed, o.lastCompleted

@@ -12,13 +12,13 @@ import (
 
 func TestAdopt(t *testing.T) {
 	t0 := time.Unix(1000, 0)
-	spec := func(endpoint1 string, cap1 int64) []TierSpec {
-		return []TierSpec{{ID: "t", ServedModel: "m", Members: []MemberSpec{
+	spec := func(endpoint1 string, cap1 int64, engine string) []TierSpec {
+		return []TierSpec{{ID: "t", ServedModel: "m", Engine: engine, Members: []MemberSpec{
 			{ID: "a", Endpoint: "http://10.0.0.1:1", Capacity: 4},
 			{ID: "b", Endpoint: endpoint1, Capacity: cap1},
 		}}}
 	}
-	old, err := NewCore(spec("http://10.0.0.1:2", 4))
+	old, err := NewCore(spec("http://10.0.0.1:2", 4, "vllm"))
 	require.NoError(t, err)
 	_, err = old.Snapshot("t", t0)
 	require.NoError(t, err)
@@ -42,21 +42,27 @@ func TestAdopt(t *testing.T) {
 		name     string
 		endpoint string
 		capacity int64
-		bKept    bool
+		engine   string
+		kept     bool
 	}{
-		{"unchanged identity keeps the sample", "http://10.0.0.1:2", 4, true},
-		{"a moved endpoint reads unknown", "http://10.0.0.1:3", 4, false},
-		{"a moved ceiling reads unknown", "http://10.0.0.1:2", 8, false},
+		{"unchanged identity keeps the sample", "http://10.0.0.1:2", 4, "vllm", true},
+		{"a moved endpoint reads unknown", "http://10.0.0.1:3", 4, "vllm", false},
+		{"a moved ceiling reads unknown", "http://10.0.0.1:2", 8, "vllm", false},
+		{"another engine reads unknown", "http://10.0.0.1:2", 4, "sglang", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next, err := NewCore(spec(tt.endpoint, tt.capacity))
+			next, err := NewCore(spec(tt.endpoint, tt.capacity, tt.engine))
 			require.NoError(t, err)
 			next.Adopt(old)
 			got, err := next.Peek("t", t0.Add(time.Second))
 			require.NoError(t, err)
-			assert.Equal(t, before["a"], got["a"])
-			if tt.bKept {
+			if tt.engine == "vllm" {
+				assert.Equal(t, before["a"], got["a"])
+			} else {
+				assert.Equal(t, scheduler.UnknownPressure(), got["a"], "the engine is the tier's: every member")
+			}
+			if tt.kept {
 				assert.Equal(t, before["b"], got["b"])
 			} else {
 				assert.Equal(t, scheduler.UnknownPressure(), got["b"])

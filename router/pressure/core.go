@@ -21,6 +21,7 @@ type Job struct {
 	Tier, Member string
 	Endpoint     string // base URL of the member
 	ServedModel  string // model_name to keep when parsing
+	Engine       string // the tier's engine: which adapter reads the page ("" is vLLM)
 	Seq          uint64
 	Started      time.Time // when a worker took the job: the sample's observation time
 	Capacity     int64     // the member ceiling, the scheduler capacity of its pressure
@@ -37,8 +38,8 @@ const (
 // member is one registered (tier, member) entry: its registration copy, its
 // single-flight marker and its last completed, already normalized sample.
 type member struct {
-	tier, id, endpoint, model string
-	capacity                  int64
+	tier, id, endpoint, model, engine string
+	capacity                          int64
 
 	phase   phase  // queued and running share this one marker
 	seq     uint64 // the queued or running job
@@ -145,8 +146,8 @@ func (c *Core) Next(now time.Time) (Job, bool) {
 	m := &c.members[i]
 	m.phase = phaseRunning
 	m.started = now
-	return Job{Tier: m.tier, Member: m.id, Endpoint: m.endpoint, ServedModel: m.model, Seq: m.seq,
-		Started: now, Capacity: m.capacity}, true
+	return Job{Tier: m.tier, Member: m.id, Endpoint: m.endpoint, ServedModel: m.model, Engine: m.engine,
+		Seq: m.seq, Started: now, Capacity: m.capacity}, true
 }
 
 // Complete publishes a worker's result for job at now and clears the member's

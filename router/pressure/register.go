@@ -45,8 +45,11 @@ var (
 // tiers are unrepresentable here rather than rejected at run time.
 type TierSpec struct {
 	ID          string
-	ServedModel string // the model_name label the tier's members report
-	Members     []MemberSpec
+	ServedModel string // the model name the tier's members report in their metrics
+	// Engine names the adapter that reads the members' pages (router/pressure/adapter; "" is vLLM).
+	// The core only carries it to the jobs and keys samples by it: the shell resolves and checks it.
+	Engine  string
+	Members []MemberSpec
 }
 
 // MemberSpec is one member of a capacity tier.
@@ -89,7 +92,7 @@ func register(tiers []TierSpec) ([]member, map[string]span, map[memberKey]int, e
 				return nil, nil, nil, err
 			}
 			members = append(members, member{
-				tier: t.ID, id: m.ID, model: t.ServedModel,
+				tier: t.ID, id: m.ID, model: t.ServedModel, engine: t.Engine,
 				endpoint: strings.TrimSuffix(m.Endpoint, "/"), capacity: m.Capacity,
 			})
 		}

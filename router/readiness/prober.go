@@ -154,7 +154,8 @@ func (p *Prober) ProbeMember(ctx context.Context, tier, member string) (Verdict,
 	return Unprobed, ErrUnknownMember
 }
 
-// Probe checks one target: /v1/models first (identity, see CheckModels), then /health.
+// Probe checks one target: /v1/models first (identity, see Rule.CheckModels), then its rule's health
+// path.
 func (p *Prober) Probe(ctx context.Context, tg Target) Verdict {
 	_, _, timeout := p.pace()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
@@ -164,10 +165,10 @@ func (p *Prober) Probe(ctx context.Context, tg Target) Verdict {
 	if v := answered(status, err); v != Ready {
 		return v
 	}
-	if v := CheckModels(body, tg.ServedModel); v != Ready {
+	if v := tg.Rule.CheckModels(body, tg.ServedModel); v != Ready {
 		return v
 	}
-	status, _, err = p.get(ctx, base+"/health", 64) // read (and so reuse the connection of) a short body
+	status, _, err = p.get(ctx, base+tg.Rule.HealthPath(), 64) // read (and so reuse the connection of) a short body
 	return answered(status, err)
 }
 

@@ -14,13 +14,14 @@ import (
 	"sync"
 )
 
-// Target is one member to probe: the tier it belongs to, its safe ID, its base URL and the exact model
-// name the tier serves.
+// Target is one member to probe: the tier it belongs to, its safe ID, its base URL, the exact model
+// name the tier serves and the rule its engine answers by.
 type Target struct {
 	Tier        string
 	Member      string
 	BaseURL     string
 	ServedModel string
+	Rule        Rule
 }
 
 // Verdict is the classified result of one probe. Only Ready admits traffic; the other values exist so
@@ -173,28 +174,5 @@ func (s *State) Verdicts(tier string) []MemberVerdict {
 // when it also lists any other model; WrongModel when it does not list the served model or is not a
 // well-formed model list. The body is read strictly: one JSON object with a "data" array of objects,
 // each with a string "id" and optional string-or-null "parent" and "root"; keys are exact, duplicate
-// keys and trailing data are refused.
-func CheckModels(body []byte, served string) Verdict {
-	models, ok := decodeModels(body)
-	if !ok {
-		return WrongModel
-	}
-	found, extra := false, false
-	for _, m := range models {
-		switch {
-		case m.id == served:
-			found = true
-		case m.parent == served || m.root == served:
-			// A LoRA adapter of the served model.
-		default:
-			extra = true
-		}
-	}
-	switch {
-	case !found:
-		return WrongModel
-	case extra:
-		return ExtraModel
-	}
-	return Ready
-}
+// keys and trailing data are refused. It is RuleOpenAI.CheckModels.
+func CheckModels(body []byte, served string) Verdict { return RuleOpenAI.CheckModels(body, served) }

@@ -46,7 +46,7 @@ func PressureSpecs(cfg config.Config) []pressure.TierSpec {
 		if t.Strategy != config.StrategyCapacity {
 			continue
 		}
-		spec := pressure.TierSpec{ID: t.ID, ServedModel: t.ServedModel}
+		spec := pressure.TierSpec{ID: t.ID, ServedModel: t.ServedModel, Engine: t.Engine}
 		for _, m := range t.Members {
 			spec.Members = append(spec.Members, pressure.MemberSpec{ID: m.ID, Endpoint: m.Endpoint, Capacity: m.MaxConcurrency})
 		}

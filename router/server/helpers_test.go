@@ -180,6 +180,7 @@ type router struct {
 
 type tierOpts struct {
 	strategy      string // "round_robin" or "capacity"
+	engine        string // tiers[].engine; "" = absent (vllm)
 	memberCeiling int    // 0 = none
 	tierCeiling   int    // 0 = none
 	extra         string // extra YAML for the top level
@@ -196,6 +197,9 @@ func replicaYAML(ms []*member, o tierOpts) string {
 	fmt.Fprintf(&b, "    served_model: %s\n    host: 127.0.0.1\n    provenance: test fakes\n", servedModel)
 	if o.strategy != "" {
 		fmt.Fprintf(&b, "    replica_strategy: %s\n", o.strategy)
+	}
+	if o.engine != "" {
+		fmt.Fprintf(&b, "    engine: %s\n", o.engine)
 	}
 	if o.tierCeiling > 0 {
 		fmt.Fprintf(&b, "    max_concurrency: %d\n", o.tierCeiling)

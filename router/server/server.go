@@ -26,6 +26,7 @@ import (
 	"github.com/anvil-llm/anvil/router/health"
 	"github.com/anvil-llm/anvil/router/intent"
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/adapter"
 	"github.com/anvil-llm/anvil/router/pressure/scrape"
 	"github.com/anvil-llm/anvil/router/readiness"
 	"github.com/anvil-llm/anvil/router/routing"
@@ -253,10 +254,20 @@ func targets(cfg config.Config) []readiness.Target {
 	var out []readiness.Target
 	for _, t := range cfg.Tiers() {
 		for _, m := range t.Members {
-			out = append(out, readiness.Target{Tier: t.ID, Member: m.ID, BaseURL: m.Endpoint, ServedModel: t.ServedModel})
+			out = append(out, readiness.Target{Tier: t.ID, Member: m.ID, BaseURL: m.Endpoint, ServedModel: t.ServedModel,
+				Rule: readinessRule(t.Engine)})
 		}
 	}
 	return out
+}
+
+// readinessRule is the shape a tier's engine answers its identity probes in: TensorRT-LLM is served
+// through Triton's OpenAI frontend, every other engine answers as vLLM does.
+func readinessRule(engine string) readiness.Rule {
+	if engine == adapter.TRTLLM {
+		return readiness.RuleTriton
+	}
+	return readiness.RuleOpenAI
 }
 
 func (s *Server) closePressure() {

@@ -62,7 +62,8 @@ func TestDeterminism(t *testing.T) {
 func TestShippedShortScenariosPassTheirGates(t *testing.T) {
 	// The hour and the ten-minute comparison run in `anvil-sim check` and the benchmark, not here.
 	for _, name := range []string{"twenty-concurrent", "decisive-unknown", "rotation", "metrics-outage",
-		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors", "failing-member", "restart-intent"} {
+		"stale-telemetry", "member-drain", "tier-drain", "upstream-errors", "failing-member", "restart-intent",
+		"engine-sglang", "engine-trtllm", "engine-llamacpp", "engine-tgi"} {
 		t.Run(name, func(t *testing.T) {
 			r := build(t, lookup(t, name))
 			for _, g := range r.Gates {

@@ -188,6 +188,8 @@ func stringMutations(l leaf, key, cur string, set func(any) func(*config.Documen
 		return one(func(doc *config.Document) { moveHost(doc, l) })
 	case "tiers.replica_strategy":
 		return one(set(map[string]string{"capacity": "round_robin", "round_robin": "capacity"}[cur]))
+	case "tiers.engine":
+		return one(set(map[string]string{"sglang": "tgi", "vllm": "sglang"}[cur]))
 	case "tiers.api_key_env":
 		return one(set("OTHER_KEY"))
 	case "auth.callers.token_env":
@@ -229,7 +231,7 @@ func toDirect(doc *config.Document, l leaf) {
 			continue
 		}
 		t.Kind, t.Endpoint = ptr("direct"), t.Members[0].Endpoint
-		t.Host, t.Provenance, t.ReplicaStrategy, t.PassiveHealth, t.Members = nil, nil, nil, nil, nil
+		t.Host, t.Provenance, t.ReplicaStrategy, t.Engine, t.PassiveHealth, t.Members = nil, nil, nil, nil, nil, nil
 	}
 }
 
@@ -253,7 +255,7 @@ func moveHost(doc *config.Document, l leaf) {
 }
 
 // shownKeys are the string settings whose values a Change may show (enums and IDs).
-var shownKeys = []string{"log.format", "log.level", "aliases.tier", "tiers.kind", "tiers.replica_strategy",
+var shownKeys = []string{"log.format", "log.level", "aliases.tier", "tiers.kind", "tiers.replica_strategy", "tiers.engine",
 	"tracing.protocol", "tracing.service_name", "tracing.sampler"}
 
 // TestDiffSweepsEveryLeaf changes each scalar of testdata/full.yaml (in its inline-token and its

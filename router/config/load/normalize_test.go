@@ -63,8 +63,8 @@ func TestFullAccessors(t *testing.T) {
 		Gates:          config.Gates{MaxContextTokens: 8192, MaxOutputTokens: 2048, ToolsAllowed: true},
 		MaxConcurrency: 48, APIKeyEnv: "GPU_BOX_KEY", APIKey: gpu.APIKey,
 		Host: "gpu-box.example.net", Provenance: "vllm 0.12.0, weights sha256:0123abcd, one H100",
-		Strategy: config.StrategyCapacity,
-		Queue:    config.Queue{MaxWaiting: 24, Timeout: 2 * time.Second},
+		Strategy: config.StrategyCapacity, Engine: "vllm",
+		Queue: config.Queue{MaxWaiting: 24, Timeout: 2 * time.Second},
 		PassiveHealth: config.PassiveHealth{Enabled: true, ConsecutiveFailures: 3, BaseEjection: 5 * time.Second,
 			MaxEjection: 2 * time.Minute, MaxEjectedPercent: 25, Count429: true},
 		Members: []config.Member{
@@ -76,6 +76,7 @@ func TestFullAccessors(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "::1", rr.Host)
 	assert.Equal(t, config.StrategyRoundRobin, rr.Strategy, "round robin is the default strategy")
+	assert.Equal(t, "sglang", rr.Engine, "the engine as set")
 	assert.Equal(t, config.PassiveHealth{Enabled: false, ConsecutiveFailures: 5, BaseEjection: 10 * time.Second,
 		MaxEjection: 5 * time.Minute, MaxEjectedPercent: 50}, rr.PassiveHealth, "disabled, the rest defaulted")
 	assert.Equal(t, []config.Member{{ID: "a", Endpoint: "http://[::1]:9001"}, {ID: "b", Endpoint: "http://[::1]:9002", MaxConcurrency: 8}}, rr.Members)
@@ -83,6 +84,7 @@ func TestFullAccessors(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, "https://api.example.com/v1", hosted.Endpoint)
 	assert.Equal(t, config.Strategy(""), hosted.Strategy)
+	assert.Empty(t, hosted.Engine, "a direct tier has no engine")
 	assert.Nil(t, hosted.Members)
 
 	_, ok = c.Alias("Chat")

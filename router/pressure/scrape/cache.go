@@ -1,30 +1,34 @@
-// Package scrape is the production shell of the pressure cache: it fetches a member's vLLM /metrics page
-// over HTTP, parses the served model's pressure out of it, and runs at most two worker goroutines that
-// feed pressure.Core.
+// Package scrape is the production shell of the pressure cache: it fetches a member's /metrics page
+// over HTTP, parses it with expfmt, hands the families to the tier's engine adapter
+// (router/pressure/adapter) for the served model's pressure, and runs at most two worker goroutines
+// that feed pressure.Core.
 //
 // Reading guide:
 //
-//   - fetch.go, parse.go: the adapter. Fetch GETs a member's /metrics (1 s, 1 MiB+1 byte bound, no
-//     redirects) and Parse extracts running and waiting requests and KV usage for the tier's served
-//     model with prometheus/common/expfmt, matching whole metric names, summing requests over vLLM's
-//     engine label. Outcomes are classified (pressure.ClassOK, ClassFailed, ClassUnknown); no raw text,
-//     label or error escapes.
+//   - fetch.go, parse.go: FetchWith GETs a member's /metrics (1 s, 1 MiB+1 byte bound, no
+//     redirects) and ParseWith parses the page with prometheus/common/expfmt and calls the adapter,
+//     which matches whole metric names and keeps the tier's served model only. Fetch and Parse are
+//     the vLLM adapter's. Outcomes are classified (pressure.ClassOK, ClassFailed, ClassUnknown); no
+//     raw text, label or error escapes.
 //   - cache.go: Cache. It reads the clock outside its lock, holds the lock only around Core calls, and
 //     runs at most two worker goroutines for the whole cache, started lazily on the first scheduled
-//     refresh. An optional observer hears each completed scrape (tier, member, class, duration) for
+//     refresh. Each job carries its tier's engine, so a worker reads every page with its tier's
+//     adapter. An optional observer hears each completed scrape (tier, member, class, duration) for
 //     metrics; Peek and Pending read without scheduling anything.
 //
-// The parser lives here rather than beside the core because expfmt links net/http: the core, and the
-// simulator that drives it, stay free of it.
+// The parser lives here rather than beside the core because expfmt links net/http: the core, the
+// adapters, and the simulator that drives them stay free of it.
 package scrape
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/adapter"
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
@@ -74,10 +78,11 @@ type Cache struct {
 	done    chan struct{}                  // handed out by Refreshed, closed at the next completed refresh
 }
 
-// NewCache registers the capacity tiers (see pressure.NewCore) and returns a cache with no
-// goroutines yet. A nil client gets a dedicated default http.Client.
+// NewCache registers the capacity tiers (see pressure.NewCore; each tier's Engine must name an
+// adapter, else an error wrapping adapter.ErrUnknownEngine) and returns a cache with no goroutines
+// yet. A nil client gets a dedicated default http.Client.
 func NewCache(tiers []pressure.TierSpec, client *http.Client, opts Options) (*Cache, error) {
-	core, err := pressure.NewCore(tiers)
+	core, err := newCore(tiers)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +93,11 @@ func NewCache(tiers []pressure.TierSpec, client *http.Client, opts Options) (*Ca
 	if c.fetch == nil {
 		scraper := scrapeClient(client)
 		c.fetch = func(ctx context.Context, j pressure.Job) (pressure.Sample, pressure.Class) {
-			return Fetch(ctx, scraper, j.Endpoint, j.ServedModel)
+			read, err := adapter.For(j.Engine)
+			if err != nil {
+				return pressure.Sample{}, pressure.ClassUnknown // unreachable: newCore checked every engine
+			}
+			return FetchWith(ctx, read, scraper, j.Endpoint, j.ServedModel)
 		}
 	}
 	c.work = sync.NewCond(&c.mu)
@@ -255,11 +264,11 @@ func (c *Cache) take(slot int) (pressure.Job, context.Context, context.CancelFun
 // Stage validates the next configuration's capacity tiers (see pressure.NewCore) and returns the
 // commit that swaps them in, changing nothing until then. The commit, under the cache lock, builds
 // the new core's samples from the running one by identity (pressure.Core.Adopt: the same tier,
-// member, endpoint, served model and ceiling keep their sample; others read unknown until their
+// member, endpoint, served model, engine and ceiling keep their sample; others read unknown until their
 // first refresh) and drops the old core's queued work; a refresh still running completes into
 // nothing. A closed cache stays closed.
 func (c *Cache) Stage(tiers []pressure.TierSpec) (commit func(), err error) {
-	next, err := pressure.NewCore(tiers)
+	next, err := newCore(tiers)
 	if err != nil {
 		return nil, err
 	}
@@ -272,4 +281,15 @@ func (c *Cache) Stage(tiers []pressure.TierSpec) (commit func(), err error) {
 		}
 		c.core = next
 	}, nil
+}
+
+// newCore is pressure.NewCore after checking that every tier's engine names an adapter, so that a
+// job never meets an engine its worker cannot read.
+func newCore(tiers []pressure.TierSpec) (*pressure.Core, error) {
+	for i, t := range tiers {
+		if !adapter.Valid(t.Engine) {
+			return nil, fmt.Errorf("%w: tier %d", adapter.ErrUnknownEngine, i)
+		}
+	}
+	return pressure.NewCore(tiers)
 }

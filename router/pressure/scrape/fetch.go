@@ -6,6 +6,7 @@ import (
 	"net/http"
 
 	"github.com/anvil-llm/anvil/router/pressure"
+	"github.com/anvil-llm/anvil/router/pressure/adapter"
 )
 
 // MaxBodyBytes is the largest /metrics body Parse is given. Fetch reads at most one
@@ -16,8 +17,13 @@ const MaxBodyBytes = 1 << 20
 // prometheus_client serves by default.
 const acceptText = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 
-// Fetch collects one member's pressure: GET {baseURL}/metrics within pressure.FetchTimeout
-// (or ctx's earlier deadline), at most MaxBodyBytes+1 bytes of body, then Parse.
+// Fetch collects one vLLM member's pressure: FetchWith(adapter.ReadVLLM, ...).
+func Fetch(ctx context.Context, client *http.Client, baseURL, servedModel string) (pressure.Sample, pressure.Class) {
+	return FetchWith(ctx, adapter.ReadVLLM, client, baseURL, servedModel)
+}
+
+// FetchWith collects one member's pressure: GET {baseURL}/metrics within pressure.FetchTimeout
+// (or ctx's earlier deadline), at most MaxBodyBytes+1 bytes of body, then ParseWith(read, ...).
 //
 // Anything that prevents an answer (a bad URL, a nil client, a transport error, a
 // non-200 status, a timeout or cancellation, including one while reading the body)
@@ -28,8 +34,8 @@ const acceptText = "text/plain;version=0.0.4;q=1,*/*;q=0.1"
 // The timeout is a deadline on the request context, so a member that trickles its
 // body is cut off too; a transport that ignores cancellation is bounded by the
 // cache's fixed worker count instead.
-func Fetch(ctx context.Context, client *http.Client, baseURL, servedModel string) (pressure.Sample, pressure.Class) {
-	if client == nil {
+func FetchWith(ctx context.Context, read adapter.Adapter, client *http.Client, baseURL, servedModel string) (pressure.Sample, pressure.Class) {
+	if client == nil || read == nil {
 		return pressure.Sample{}, pressure.ClassFailed
 	}
 	ctx, cancel := context.WithTimeout(ctx, pressure.FetchTimeout)
@@ -54,7 +60,7 @@ func Fetch(ctx context.Context, client *http.Client, baseURL, servedModel string
 	if len(body) > MaxBodyBytes {
 		return pressure.Sample{}, pressure.ClassUnknown
 	}
-	return Parse(body, servedModel)
+	return ParseWith(read, body, servedModel)
 }
 
 func metricsURL(baseURL string) string {
