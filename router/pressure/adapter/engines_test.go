@@ -1,6 +1,7 @@
 package adapter_test
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"testing"
@@ -125,9 +126,6 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 		{adapter.SGLang, "sglang_current_dp2.txt", "Qwen/Qwen2.5-7B-Instruct"},
 		{adapter.SGLang, "sglang_v0_4.txt", "meta-llama/Llama-3.1-8B"}, // a prefix of the page's
 		{adapter.SGLang, "sglang_all_schedulers_tp2.txt", llama + "-AWQ"},
-		// The served ensemble is not the model that carries the nv_trt_llm_* series.
-		{adapter.TRTLLM, "trtllm_current.txt", "ensemble"},
-		{adapter.TRTLLM, "trtllm_2024.txt", "tensorrt_llm_bls"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.page+"/"+tt.model, func(t *testing.T) {
@@ -135,6 +133,31 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 			assert.Equal(t, pressure.ClassUnknown, cl)
 			assert.Equal(t, pressure.Sample{}, got)
 		})
+	}
+	// A Triton page whose nv_trt_llm_* series name another repository's engine model (neither the
+	// served model nor the conventional tensorrt_llm backend) carries no signal for the ensemble.
+	for _, page := range []string{"trtllm_current.txt", "trtllm_2024.txt"} {
+		other := bytes.ReplaceAll(readPage(t, page), []byte(`model="tensorrt_llm"`), []byte(`model="llama_70b_engine"`))
+		got, cl := read(t, adapter.TRTLLM, other, "ensemble")
+		assert.Equal(t, pressure.ClassUnknown, cl, page)
+		assert.Equal(t, pressure.Sample{}, got, page)
+	}
+}
+
+// TestTritonEnsembleReadsItsBackend: a tier serving Triton's ensemble (or BLS) model reads the
+// tensorrt_llm backend model's executor, the one its requests run on, exactly as a tier that
+// serves tensorrt_llm itself does.
+func TestTritonEnsembleReadsItsBackend(t *testing.T) {
+	for _, tt := range []struct{ page, served string }{
+		{"trtllm_current.txt", "ensemble"},
+		{"trtllm_2024.txt", "tensorrt_llm_bls"},
+	} {
+		page := readPage(t, tt.page)
+		want, wantClass := read(t, adapter.TRTLLM, page, "tensorrt_llm")
+		require.Equal(t, pressure.ClassOK, wantClass)
+		got, cl := read(t, adapter.TRTLLM, page, tt.served)
+		assert.Equal(t, pressure.ClassOK, cl, tt.page)
+		assert.Equal(t, want, got, tt.page)
 	}
 }
 

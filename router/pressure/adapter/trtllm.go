@@ -32,4 +32,7 @@ const (
 	// nv_trt_llm_* series carries both.
 	trtModel   = "model"
 	trtVersion = "version"
+	// The backend model of Triton's TensorRT-LLM repository (all_models/inflight_batcher_llm/
+	// tensorrt_llm): the executor behind a served ensemble or BLS model.
+	trtBackendModel = "tensorrt_llm"
 )

@@ -20,16 +20,21 @@ const (
 	trtColMax
 )
 
-// ReadTRTLLM keeps the series whose model label equals servedModel exactly: the Triton model that
-// runs the TensorRT-LLM backend must be the model the tier serves (a page whose nv_trt_llm_*
-// series name only another Triton model, such as the tensorrt_llm model behind a served ensemble,
-// carries no signal). Each loaded version of the model (label version) has its own executor: the
+// ReadTRTLLM keeps the series whose model label equals servedModel exactly or, when the page has
+// none for it, those of the model named tensorrt_llm: Triton's TensorRT-LLM model repository
+// (all_models/inflight_batcher_llm) serves an ensemble or BLS model whose requests run on that one
+// backend model, and the readiness rule lets a member list only those steps beside the served model,
+// so the tensorrt_llm executor is the served model's. A page whose nv_trt_llm_* series name only
+// another Triton model carries no signal. Each loaded version of the model (label version) has its own executor: the
 // running requests are request_type="scheduled" summed over versions, the waiting ones
 // request_type="waiting" summed (older backends without it: active minus scheduled, which is how
 // the backend computes it), and KV usage is the fullest version's kv_cache_block_type="fraction",
 // or used/max blocks where the backend prints no fraction. A version missing a series the others
 // have, active below scheduled, used above max or a max of 0 are malformed.
 func ReadTRTLLM(families map[string]*dto.MetricFamily, servedModel string) pressure.Sample {
+	if !names(families[trtRequests], servedModel) && !names(families[trtKVBlocks], servedModel) {
+		servedModel = trtBackendModel
+	}
 	var s pressure.Sample
 	req, ok := tabulate(families[trtRequests], trtModel, servedModel, trtVersion, trtRequestType,
 		trtScheduled, trtActive, trtWaitingType)
@@ -110,4 +115,16 @@ func worse(a, b scheduler.Metric) scheduler.Metric {
 		return scheduler.Metric{}
 	}
 	return a
+}
+
+// names reports whether some series of mf carries model=servedModel.
+func names(mf *dto.MetricFamily, servedModel string) bool {
+	for _, m := range mf.GetMetric() {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == trtModel && l.GetValue() == servedModel {
+				return true
+			}
+		}
+	}
+	return false
 }
