@@ -20,7 +20,8 @@ import (
 // goldenPath holds, per embedded scenario, the SHA-256 of the JSON report of its capacity run
 // (first goldenWindow of it), as the simulator produced it before reference policies existed
 // (commit a6e67c8); the five scenarios added with them (bursty-arrivals, outside-load, prompt-mix,
-// sixteen-members, unequal-speed) as main produced them at bd56474. Regenerate it only on purpose: ANVIL_UPDATE_GOLDEN=1 go test -run
+// sixteen-members, unequal-speed) as main produced them at bd56474; the four engine-* scenarios of
+// issue 28 as main produced them at 3db72ce. Regenerate it only on purpose: ANVIL_UPDATE_GOLDEN=1 go test -run
 // TestCapacityRunUnchanged ./sim/report/.
 const goldenPath = "testdata/capacity-golden.json"
 
