@@ -123,6 +123,7 @@ func (c *Client) send(ctx context.Context, k call, rec *Record, runStart time.Ti
 		c.refusal(ctx, resp, rec, start)
 	case k.shape.Stream:
 		c.stream(ctx, k.ep, k.tokens, resp, rec, start)
+		settleTokens(k.tokens, rec)
 	default:
 		c.ordinary(ctx, k.ep, resp, rec, start)
 	}
@@ -197,6 +198,18 @@ func (c *Client) stream(ctx context.Context, ep Endpoint, tokens *atomic.Int64, 
 			rec.Outcome, rec.Detail = afterEnd(sse, len(rec.Chunks))
 			return
 		}
+	}
+}
+
+// settleTokens corrects the live count (Live.Tokens) once a stream has ended: to its usage count
+// when it succeeded and reported one, and to nothing when it failed.
+func settleTokens(tokens *atomic.Int64, rec *Record) {
+	switch {
+	case tokens == nil:
+	case rec.Outcome != OK:
+		tokens.Add(-int64(len(rec.Chunks)))
+	case rec.Usage:
+		tokens.Add(rec.OutputTokens - int64(len(rec.Chunks)))
 	}
 }
 

@@ -52,9 +52,14 @@ func (t *Target) Info() TargetInfo {
 // early warning.
 type Live struct {
 	Sent, Done, Failed, InFlight atomic.Int64
-	// Tokens counts output tokens as they arrive: each content chunk of a stream, and an ordinary
-	// answer's output tokens when it ends, warm-up included (anvil-qualify's calibration windows read it).
+	// Tokens counts output tokens as they arrive, warm-up included (anvil-qualify's calibration
+	// windows read it): one per content chunk of a stream, corrected to the answer's own usage count
+	// when it ends well (a chunk may carry several tokens), and an ordinary answer's output tokens
+	// when it ends. A request that fails takes back the chunks it added: only successful output counts.
 	Tokens atomic.Int64
+	// OnStart, when set, is called once with the measured phase's start (the zero of its records'
+	// Start) before its first request leaves, on the run's goroutine.
+	OnStart func(start time.Time)
 	// OnAllUnauthorized, when set, is called once, as soon as the run's first EarlyAnswers answers
 	// (warm-up included) have all been 401 Unauthorized, or at its end when it had fewer answers,
 	// all 401: almost surely a missing or wrong token. It gets the number of answers and runs on a
@@ -151,6 +156,9 @@ func run(ctx context.Context, s sender, p *Plan, t *Target, round int, live *Liv
 	}
 	if ctx.Err() == nil {
 		ph := &phase{shapes: NewShapes(p.Workload, p.Seed), limit: p.Requests, window: p.Duration, start: time.Now()}
+		if live.OnStart != nil {
+			live.OnStart(ph.start)
+		}
 		if c := p.Workload.Closed; c != nil {
 			r.closed(ctx, ph, c, c.Clients)
 		} else {

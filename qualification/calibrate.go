@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -27,7 +28,7 @@ type CalibrationResult struct {
 
 // calibration sweeps one member's concurrency from 1 up to the bound, directly (the served model's
 // name, the member's own token), each step held until two consecutive windows agree, and stops at
-// the first step whose TTFT or ITL p99 breaks the SLO or whose requests failed. It changes no
+// the first step whose TTFT or TPOT p99 breaks the SLO or whose requests failed. It changes no
 // configuration: the recommendation is written in the report for an operator to apply.
 func (r *runner) calibration(ctx context.Context, rep *PhaseReport) {
 	c := r.p.Phases.Calibration
@@ -36,11 +37,11 @@ func (r *runner) calibration(ctx context.Context, rep *PhaseReport) {
 	r.observe(PhaseCalibration, StepLoad)
 	failed := 0
 	for _, n := range c.Steps() {
-		pt, ok := r.calibrationStep(ctx, rep, c, t, n)
+		pt, ok := r.measureStep(ctx, rep, c, t, n)
 		if !ok {
 			break
 		}
-		r.progress("phase calibration: concurrency %d: %.1f tokens/s, TTFT p99 %.2f ms, ITL p99 %.2f ms", n, pt.Throughput, pt.TTFTP99, pt.ITLP99)
+		r.progress("phase calibration: concurrency %d: %.1f tokens/s, TTFT p99 %.2f ms, TPOT p99 %.2f ms", n, pt.Throughput, pt.TTFTP99, pt.TPOTP99)
 		res.Points = append(res.Points, pt)
 		failed += pt.Failed
 		if pt.Failed > 0 {
@@ -70,22 +71,29 @@ func (r *runner) memberTarget(id string) bench.Target {
 	return bench.Target{Name: "calibration", URLs: []string{r.p.Tier.Members[i].URL}, Model: r.p.Tier.ServedModel, Token: r.o.Secrets.Member}
 }
 
-// calibrationStep holds concurrency n: a closed loop of n clients whose arrivals end once two
+// measureStep holds concurrency n: a closed loop of n clients whose arrivals end once two
 // consecutive windows (after a first, warm-up one) agree within the tolerance, or at the step's
-// bound. Its figures are those of the last two windows. False: the step could not be measured (the
-// bench refused the plan, the run was interrupted, or it ended before two windows).
-func (r *runner) calibrationStep(ctx context.Context, rep *PhaseReport, c *Calibration, t bench.Target, n int) (ceiling.Point, bool) {
+// bound. Its figures are those of the last two windows, which are on the bench's own clock (its
+// records' zero). False: the step could not be measured (the bench refused the plan, the run was
+// interrupted, or it ended before three windows).
+func (r *runner) measureStep(ctx context.Context, rep *PhaseReport, c *Calibration, t bench.Target, n int) (ceiling.Point, bool) {
 	bp := r.p.calibrationPlan(c, n)
 	client := bench.NewClient(bp.Concurrency(), bp.MaxPromptTokens())
 	defer client.Close()
-	live, until := &bench.Live{}, make(chan struct{})
+	started, until := make(chan time.Time, 1), make(chan struct{})
+	live := &bench.Live{OnStart: func(at time.Time) { started <- at }}
 	done := make(chan stepOutcome, 1)
-	start := time.Now() // the bench's own start follows within microseconds: windows are on this clock
 	go func() {
 		res, err := bench.RunUntil(ctx, client, bp, t, 0, live, until)
 		done <- stepOutcome{res, err}
 	}()
-	w := holdStep(done, live, c, start)
+	var w windows
+	select {
+	case start := <-started:
+		w = holdStep(done, live, c, start)
+	case o := <-done: // refused, or interrupted before it began
+		w.outcome = &o
+	}
 	close(until)
 	o := w.outcome
 	if o == nil {
@@ -126,77 +134,83 @@ type stepOutcome struct {
 	err error
 }
 
-// holdStep reads the live token count at every window's end until the step is held (ceiling.Held)
-// or the bench run ends by itself (its arrival bound, a stop or an interruption).
+// holdStep reads the live token count at the end of window k, start + k·window on the bench's own
+// clock (start), for every k whose nominal end is within the step's bound (k·window <= bound: the
+// bound's last window counts however late its timer fires), until the step is held
+// (ceiling.Held) or the bench run ends by itself (a stop or an interruption).
 func holdStep(done <-chan stepOutcome, live *bench.Live, c *Calibration, start time.Time) windows {
 	var w windows
-	tick := time.NewTicker(c.Window)
-	defer tick.Stop()
-	for {
+	timer := time.NewTimer(time.Until(start.Add(c.Window)))
+	defer timer.Stop()
+	for k := time.Duration(1); k*c.Window <= c.MaxStepDuration; k++ {
 		select {
-		case <-tick.C:
-			at, tok := time.Since(start), live.Tokens.Load()
-			if at > c.MaxStepDuration {
-				tick.Stop() // the arrivals are over: what follows is the drain, not a window
-				continue
-			}
-			if k := len(w.marks); k > 0 {
-				w.rates = append(w.rates, float64(tok-w.tokens[k-1])/(at-w.marks[k-1]).Seconds())
-			}
-			w.marks, w.tokens = append(w.marks, at), append(w.tokens, tok)
-			if ceiling.Held(w.rates, c.Tolerance) {
-				return w
-			}
+		case <-timer.C:
 		case o := <-done:
+			if time.Since(start) >= k*c.Window { // the window ended as the run did: it counts
+				w.mark(time.Since(start), live.Tokens.Load())
+			}
 			w.outcome = &o
 			return w
 		}
+		w.mark(time.Since(start), live.Tokens.Load())
+		if ceiling.Held(w.rates, c.Tolerance) {
+			return w
+		}
+		timer.Reset(time.Until(start.Add((k + 1) * c.Window)))
 	}
+	return w // the bound's windows are taken; what follows is the drain, not a window
+}
+
+// mark records a window's end at (since the start) with the token count tok.
+func (w *windows) mark(at time.Duration, tok int64) {
+	if k := len(w.marks); k > 0 {
+		w.rates = append(w.rates, float64(tok-w.tokens[k-1])/(at-w.marks[k-1]).Seconds())
+	}
+	w.marks, w.tokens = append(w.marks, at), append(w.tokens, tok)
 }
 
 // StepPoint computes one step's figures over [from, to) of its run (times since the run's start):
-// throughput from the tokens that arrived in it, requests and goodput (bench.Record.Good under slo)
-// from the requests that ended in it, TTFT from the first tokens and ITL from the chunk gaps that
-// ended in it: the attribution the simulator's sweep applies to its windows. Failed counts every
-// request of the run that did not succeed.
+// throughput from the tokens that arrived in it, and from the successful requests that ended in it
+// (the samples) the requests and goodput (bench.Record.Good under slo) per second and the
+// quantiles of their TTFT and TPOT (bench.Record.TPOT, what the gate's tpot_p99 judges): the
+// attribution the simulator's sweep applies to its windows. Failed counts every request of the run
+// that did not succeed.
 func StepPoint(n int, recs []bench.Record, from, to time.Duration, tokens int64, slo bench.SLO) ceiling.Point {
-	var ttft, itl []float64
+	var ttft, tpot []float64
 	finished, good, failed := 0, 0, 0
-	in := func(at time.Duration) bool { return at >= from && at < to }
 	for i := range recs {
 		rec := &recs[i]
 		if rec.Outcome != bench.OK {
 			failed++
 			continue
 		}
-		if in(rec.Start + rec.End) {
-			finished++
-			if rec.Good(slo) {
-				good++
-			}
+		if at := rec.Start + rec.End; at < from || at >= to {
+			continue
 		}
-		for j, ch := range rec.Chunks {
-			if !in(rec.Start + ch) {
-				continue
-			}
-			if j == 0 {
-				ttft = append(ttft, millis(ch))
-			} else {
-				itl = append(itl, millis(ch-rec.Chunks[j-1]))
-			}
+		finished++
+		if rec.Good(slo) {
+			good++
+		}
+		if d, ok := rec.TTFT(); ok {
+			ttft = append(ttft, millis(d))
+		}
+		if d, ok := rec.TPOT(); ok {
+			tpot = append(tpot, millis(d))
 		}
 	}
 	span := (to - from).Seconds()
 	slices.Sort(ttft)
-	slices.Sort(itl)
+	slices.Sort(tpot)
 	return ceiling.Point{Ceiling: n, Throughput: float64(tokens) / span, Requests: float64(finished) / span,
-		Goodput: float64(good) / span, TTFTP50: quantile(ttft, 0.5), TTFTP99: quantile(ttft, 0.99),
-		ITLP50: quantile(itl, 0.5), ITLP99: quantile(itl, 0.99), Failed: failed}
+		Goodput: float64(good) / span, Samples: finished, TTFTP50: quantile(ttft, 0.5), TTFTP99: quantile(ttft, 0.99),
+		TPOTP50: quantile(tpot, 0.5), TPOTP99: quantile(tpot, 0.99), Failed: failed}
 }
 
+// quantile is the bench's percentile of an ascending sample; NaN for an empty one, which meets no
+// SLO target (ceiling.SLO.Met).
 func quantile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
-		return 0
+		return math.NaN()
 	}
 	return bench.Quantile(sorted, p)
 }
@@ -207,7 +221,10 @@ func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisec
 func calibrationNote(res *CalibrationResult) string {
 	rec := res.Recommendation
 	broke := "no measured step broke the SLO"
-	if res.BrokenAt > 0 {
+	switch {
+	case rec.FailedAt > 0:
+		broke = fmt.Sprintf("requests failed at concurrency %d and ended the sweep", rec.FailedAt)
+	case res.BrokenAt > 0:
 		broke = fmt.Sprintf("concurrency %d broke the SLO and ended the sweep", res.BrokenAt)
 	}
 	if rec.MaxConcurrency == 0 {

@@ -32,7 +32,7 @@ type CalibrationDoc struct {
 	Tolerance       float64       `yaml:"tolerance"`
 	KneeShare       float64       `yaml:"knee_share"`
 	TTFTP99         time.Duration `yaml:"ttft_p99"`
-	ITLP99          time.Duration `yaml:"itl_p99"`
+	TPOTP99         time.Duration `yaml:"tpot_p99"`
 }
 
 // Calibration is the resolved ceiling sweep.
@@ -53,8 +53,8 @@ func (c *Calibration) Steps() []int { return ceiling.Steps(c.Step, c.MaxConcurre
 // calibrationStep resolves the sweep after the SLO, whose targets it defaults to.
 func (p *Plan) calibrationStep(f *File) error { return p.calibration(f.Phases.Calibration) }
 
-// calibration validates the sweep. Its SLO defaults to the gate's TTFT and TPOT p99 targets (the
-// TPOT target standing for the ITL one, the nearest the gate has).
+// calibration validates the sweep. A target of 0 (or absent) is the gate's own TTFT or TPOT p99
+// target, so the sweep judges what the gate judges; without one either, it is not checked.
 func (p *Plan) calibration(d *CalibrationDoc) error {
 	if d == nil {
 		return nil
@@ -62,7 +62,7 @@ func (p *Plan) calibration(d *CalibrationDoc) error {
 	c := Calibration{Member: d.Member, MaxConcurrency: d.MaxConcurrency, Step: max(d.Step, 0),
 		Window: cmpOr(d.Window, DefaultCalibrationWindow), MaxStepDuration: cmpOr(d.MaxStepDuration, DefaultCalibrationMax),
 		Tolerance: d.Tolerance, KneeShare: d.KneeShare,
-		SLO: ceiling.SLO{TTFT: cmpOr(d.TTFTP99, p.SLO.TTFTP99), ITL: cmpOr(d.ITLP99, p.SLO.TPOTP99)}}
+		SLO: ceiling.SLO{TTFT: cmpOr(d.TTFTP99, p.SLO.TTFTP99), TPOT: cmpOr(d.TPOTP99, p.SLO.TPOTP99)}}
 	if c.Member == "" {
 		c.Member = p.Tier.Members[0].ID
 	}
@@ -101,8 +101,8 @@ func (c *Calibration) validate(p *Plan) error {
 		return invalid(path+".tolerance", "must be a share in (0, 1)")
 	case !(c.KneeShare > 0 && c.KneeShare <= 1):
 		return invalid(path+".knee_share", "must be a share in (0, 1]")
-	case c.SLO.TTFT < 0 || c.SLO.TTFT > 24*time.Hour || c.SLO.ITL < 0 || c.SLO.ITL > 24*time.Hour:
-		return invalid(path, "ttft_p99 and itl_p99 must be from 0 (not checked) to 24h")
+	case c.SLO.TTFT < 0 || c.SLO.TTFT > 24*time.Hour || c.SLO.TPOT < 0 || c.SLO.TPOT > 24*time.Hour:
+		return invalid(path, "ttft_p99 and tpot_p99 must be from 0 (the gate's target) to 24h")
 	}
 	if bp := p.calibrationPlan(c, c.MaxConcurrency); bp.Validate() != nil {
 		return invalid(path, "is not a load the bench can send (check its size against the workload)")
@@ -123,7 +123,7 @@ func (p *Plan) calibrationPlan(c *Calibration, clients int) bench.Plan {
 		w.Closed.Backoff = pc.Backoff
 	}
 	bp.Workload, bp.Duration = w, c.MaxStepDuration
-	bp.SLO = bench.SLO{TTFT: c.SLO.TTFT, TPOT: c.SLO.ITL}
+	bp.SLO = bench.SLO{TTFT: c.SLO.TTFT, TPOT: c.SLO.TPOT}
 	return bp
 }
 
@@ -134,9 +134,11 @@ func calibrationText(p *Plan, c *Calibration) string {
 	if slo == "" {
 		slo = "none (the recommendation is the knee)"
 	}
+	worst := time.Duration(len(steps)) * (c.MaxStepDuration + p.RequestTimeout)
 	return fmt.Sprintf("Sends a closed loop directly to member `%s` (model `%s`, every request streamed, no think time), its concurrency stepped over %d values from 1 to %d (step %d). "+
 		"Each step is held in windows of %s until two consecutive windows after the first (warm-up) one differ by less than %g of the larger one's output-token throughput, at most %s; "+
-		"the sweep stops at the first step whose TTFT or ITL p99 breaks the SLO (%s), or in which a request failed. Records the curve (calibration/curve.json, plots/calibration-latency-throughput.png, raw/calibration-N.jsonl) "+
-		"and recommends the smaller of the knee (smallest concurrency reaching %g of the best throughput) and the largest concurrency meeting the SLO. Changes no configuration.",
-		c.Member, p.Tier.ServedModel, len(steps), c.MaxConcurrency, c.Step, c.Window, c.Tolerance, c.MaxStepDuration, slo, c.KneeShare)
+		"the sweep stops at the first step whose TTFT or TPOT p99 (over the requests that ended in its last two windows) breaks the SLO (%s), in which a request failed, or which could not be measured. "+
+		"At worst the phase lasts %s (every step held to its bound, then drained for up to the request timeout of %s). Records the curve (calibration/curve.json, plots/calibration-latency-throughput.png, raw/calibration-N.jsonl) "+
+		"and recommends the smaller of the knee (smallest concurrency reaching %g of the best throughput) and the largest concurrency meeting the SLO, below any step whose requests failed. Changes no configuration.",
+		c.Member, p.Tier.ServedModel, len(steps), c.MaxConcurrency, c.Step, c.Window, c.Tolerance, c.MaxStepDuration, slo, worst, p.RequestTimeout, c.KneeShare)
 }

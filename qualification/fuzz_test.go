@@ -16,7 +16,7 @@ func FuzzParse(f *testing.F) {
 	f.Add([]byte(strings.Replace(minimal, "strategy: capacity", "strategy: round_robin", 1)))
 	f.Add([]byte(minimal + "approval:\n  digest: hmac-sha256:" + strings.Repeat("0", 64) + "\n"))
 	f.Add([]byte("qualification: a\nrouter: {url: 'http://x', alias: c}\n"))
-	f.Add([]byte(withCalibration("{max_concurrency: 64, step: 8, window: 2s, ttft_p99: 1s, itl_p99: 40ms}")))
+	f.Add([]byte(withCalibration("{max_concurrency: 64, step: 8, window: 2s, ttft_p99: 1s, tpot_p99: 40ms}")))
 	f.Add([]byte(withCalibration("{max_concurrency: 0}")))
 	f.Add([]byte("{"))
 	f.Add([]byte("a: &x 1\nb: *x\n"))

@@ -298,6 +298,6 @@ func TestExampleFileIsValid(t *testing.T) {
 	assert.Equal(t, "vllm-2", p.Phases.Failure.Member)
 	require.NotNil(t, p.Phases.Calibration)
 	assert.Len(t, p.Phases.Calibration.Steps(), 17, "1, 4, 8, ... 64")
-	assert.Equal(t, 80*time.Millisecond, p.Phases.Calibration.SLO.ITL, "the gate's TPOT p99 stands for the ITL target")
+	assert.Equal(t, 80*time.Millisecond, p.Phases.Calibration.SLO.TPOT, "0 is the gate's own TPOT p99")
 	assert.Empty(t, p.Approval, "the example records no approval")
 }

@@ -30,15 +30,17 @@ type calibrateFlags struct {
 func newCalibrate() *cobra.Command {
 	var f calibrateFlags
 	cmd := &cobra.Command{
-		Use:   "calibrate --profile P --workload W [--slo ttft=500ms,itl=50ms]",
+		Use:   "calibrate --profile P --workload W [--slo ttft=500ms,tpot=50ms]",
 		Short: "Sweep one member's ceiling over the engine model and recommend its max_concurrency",
 		Long: `Sweep one member's ceiling over the engine model of profile P: at each ceiling C, a closed loop
 holds exactly C streamed requests on one virtual engine (the workload's prompt and output lengths,
 seeded), window after window of virtual time until two consecutive windows after the first agree
 within the tolerance. Prints per ceiling the output-token throughput, requests and goodput per
-second (under the SLO), TTFT and ITL p50 and p99, the knee (the smallest ceiling reaching the knee
-share of the best throughput), the SLO limit (the largest ceiling whose TTFT and ITL p99, and every
-smaller ceiling's, meet the SLO) and the recommended max_concurrency: the smaller of the two.
+second (under the SLO), and over the requests that ended in the measured windows (the samples) the
+p50 and p99 of their TTFT and of their TPOT (time per output token, each request's mean gap after
+its first token: the qualification gate's tpot_p99), the knee (the smallest ceiling reaching the
+knee share of the best throughput), the SLO limit (the largest ceiling whose TTFT and TPOT p99, and
+every smaller ceiling's, meet the SLO) and the recommended max_concurrency: the smaller of the two.
 The workload is an embedded scenario's or a scenario file's; the seed is its unless --seed is given.
 Same options, same bytes. See docs/benchmarks/methodology.md, "Ceiling calibration".`,
 		Args: cli.NoArgs,
@@ -47,7 +49,7 @@ Same options, same bytes. See docs/benchmarks/methodology.md, "Ceiling calibrati
 	fl := cmd.Flags()
 	fl.StringVar(&f.profile, "profile", profile.Default, "the engine profile: "+fmt.Sprint(profile.Names()))
 	fl.StringVar(&f.workload, "workload", "", "an embedded scenario's name or a scenario file: the prompt and output lengths (required)")
-	fl.StringVar(&f.slo, "slo", "", "p99 targets, e.g. ttft=500ms,itl=50ms (keys ttft and itl; empty: none, the knee is recommended)")
+	fl.StringVar(&f.slo, "slo", "", "p99 targets, e.g. ttft=500ms,tpot=50ms (keys ttft and tpot, time per output token; empty: none, the knee is recommended)")
 	fl.Uint64Var(&f.seed, "seed", 0, "override the scenario's seed (0 keeps it)")
 	fl.IntVar(&f.maxCeiling, "max-ceiling", 0, "the largest swept ceiling (0: a quarter past the profile's max_num_seqs)")
 	fl.IntVar(&f.step, "step", 0, "sweep 1, step, 2*step, ... up to --max-ceiling (0: about 32 steps, max_num_seqs included)")
@@ -118,7 +120,8 @@ func (f *calibrateFlags) options() (calibrate.Options, error) {
 	case f.maxCeiling > 0 || f.step > 0:
 		top := f.maxCeiling
 		if top == 0 {
-			top = calibrate.DefaultCeilings(p)[len(calibrate.DefaultCeilings(p))-1]
+			def := calibrate.DefaultCeilings(p)
+			top = def[len(def)-1]
 		}
 		o.Ceilings = ceiling.Steps(max(f.step, 1), top)
 	}

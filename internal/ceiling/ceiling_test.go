@@ -1,11 +1,14 @@
 package ceiling
 
 import (
+	"encoding/json"
 	"math"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestStable(t *testing.T) {
@@ -51,13 +54,13 @@ func TestHeld(t *testing.T) {
 }
 
 // curve is a member whose throughput grows by 100 tokens/s per slot up to sat slots, then stays;
-// its TTFT p99 is 10 ms up to sat and grows by 50 ms per slot beyond; its ITL p99 is 5 ms plus 1 ms
+// its TTFT p99 is 10 ms up to sat and grows by 50 ms per slot beyond; its TPOT p99 is 5 ms plus 1 ms
 // per slot.
 func curve(sat int, ceilings ...int) []Point {
 	var out []Point
 	for _, c := range ceilings {
 		out = append(out, Point{Ceiling: c, Throughput: float64(100 * min(c, sat)), TTFTP99: 10 + 50*float64(max(c-sat, 0)),
-			ITLP99: 5 + float64(c)})
+			TPOTP99: 5 + float64(c)})
 	}
 	return out
 }
@@ -101,9 +104,9 @@ func TestSLOLimitAndRecommend(t *testing.T) {
 			Recommendation{MaxConcurrency: 8, Knee: 8, SLOLimit: 10, Reason: ReasonKnee}},
 		{"an SLO looser than the knee: still the knee", sweep, SLO{TTFT: 100 * time.Millisecond},
 			Recommendation{MaxConcurrency: 8, Knee: 8, SLOLimit: 9, SLOBroken: true, Reason: ReasonKnee}},
-		{"a tight ITL target binds first", sweep, SLO{ITL: 10 * time.Millisecond},
+		{"a tight TPOT target binds first", sweep, SLO{TPOT: 10 * time.Millisecond},
 			Recommendation{MaxConcurrency: 5, Knee: 8, SLOLimit: 5, SLOBroken: true, Reason: ReasonSLO}},
-		{"the target is inclusive", sweep, SLO{ITL: 11 * time.Millisecond},
+		{"the target is inclusive", sweep, SLO{TPOT: 11 * time.Millisecond},
 			Recommendation{MaxConcurrency: 6, Knee: 8, SLOLimit: 6, SLOBroken: true, Reason: ReasonSLO}},
 		{"the first break ends the limit even if a later point meets it",
 			[]Point{{Ceiling: 1, Throughput: 1, TTFTP99: 5}, {Ceiling: 2, Throughput: 2, TTFTP99: 50}, {Ceiling: 3, Throughput: 3, TTFTP99: 5}},
@@ -113,11 +116,48 @@ func TestSLOLimitAndRecommend(t *testing.T) {
 		{"a sweep stopped at its break", curve(8, 1, 2, 3, 4, 5, 6, 7, 8, 9), SLO{TTFT: 20 * time.Millisecond},
 			Recommendation{MaxConcurrency: 8, Knee: 8, SLOLimit: 8, SLOBroken: true, Reason: ReasonKnee}},
 		{"no points", nil, SLO{}, Recommendation{Reason: ReasonNoPoint}},
+		{"a step without samples does not meet the SLO",
+			[]Point{{Ceiling: 1, Throughput: 1, TTFTP99: 5, TPOTP99: 1}, {Ceiling: 2, Throughput: 2, TTFTP99: math.NaN(), TPOTP99: math.NaN()}, {Ceiling: 3, Throughput: 2}},
+			SLO{TTFT: 10 * time.Millisecond}, Recommendation{MaxConcurrency: 1, Knee: 2, SLOLimit: 1, SLOBroken: true, Reason: ReasonSLO}},
+		{"a failed step caps the limit below it", withFailure(sweep, 6), SLO{},
+			Recommendation{MaxConcurrency: 5, SLOLimit: 5, FailedAt: 6, Reason: ReasonFailed}},
+		{"a failure past the knee leaves the knee", withFailure(sweep, 10), SLO{},
+			Recommendation{MaxConcurrency: 8, Knee: 8, SLOLimit: 9, FailedAt: 10, Reason: ReasonKnee}},
+		{"a failed first step: nothing", withFailure(sweep, 1), SLO{}, Recommendation{FailedAt: 1, Reason: ReasonNoPoint}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, Recommend(tc.points, tc.slo, DefaultKneeShare))
 		})
 	}
+}
+
+func withFailure(points []Point, at int) []Point {
+	out := slices.Clone(points)
+	out[slices.IndexFunc(out, func(p Point) bool { return p.Ceiling == at })].Failed = 1
+	return out
+}
+
+// A sweep stopped at its first SLO break has not seen the curve flatten: the knee over the
+// shortened sweep would be a false one. Throughput rising linearly to 64 with the SLO broken at 40
+// recommends 39 for the SLO, whether the sweep ran on (the simulator) or stopped at 40 (the
+// qualification).
+func TestAStoppedSweepHasNoFalseKnee(t *testing.T) {
+	var full []Point
+	for c := 1; c <= 64; c++ {
+		full = append(full, Point{Ceiling: c, Throughput: float64(100 * c), TTFTP99: 5, TPOTP99: float64(c)})
+	}
+	slo := SLO{TPOT: 39500 * time.Microsecond}
+	for name, points := range map[string][]Point{"full": full, "stopped": full[:40]} {
+		t.Run(name, func(t *testing.T) {
+			r := Recommend(points, slo, DefaultKneeShare)
+			assert.Equal(t, 39, r.MaxConcurrency)
+			assert.Equal(t, ReasonSLO, r.Reason)
+			assert.Equal(t, 39, r.SLOLimit)
+			assert.True(t, r.SLOBroken)
+		})
+	}
+	assert.Equal(t, 61, Recommend(full, slo, DefaultKneeShare).Knee, "the full sweep's knee")
+	assert.Zero(t, Recommend(full[:40], slo, DefaultKneeShare).Knee, "the stopped sweep's knee is not found")
 }
 
 func TestSteps(t *testing.T) {
@@ -144,11 +184,30 @@ func TestSteps(t *testing.T) {
 }
 
 func TestCells(t *testing.T) {
-	p := Point{Ceiling: 4, Throughput: 1234.56, Requests: 3.456, Goodput: 3, TTFTP50: 1, TTFTP99: 2, ITLP50: 0.5, ITLP99: 0.75, Windows: 3, Stable: true}
-	assert.Equal(t, []string{"4", "1234.6", "3.46", "3.00", "1.00", "2.00", "0.50", "0.75", "-", "3"}, p.Cells(SLO{}))
+	p := Point{Ceiling: 4, Throughput: 1234.56, Requests: 3.456, Goodput: 3, Samples: 7, TTFTP50: 1, TTFTP99: 2, TPOTP50: 0.5, TPOTP99: 0.75, Windows: 3, Stable: true}
+	assert.Equal(t, []string{"4", "1234.6", "3.46", "3.00", "7", "1.00", "2.00", "0.50", "0.75", "-", "3"}, p.Cells(SLO{}))
 	p.Stable = false
-	assert.Equal(t, "broken", p.Cells(SLO{TTFT: time.Millisecond})[8])
-	assert.Equal(t, "met", p.Cells(SLO{TTFT: 2 * time.Millisecond})[8])
-	assert.Equal(t, "3 (unstable)", p.Cells(SLO{})[9])
+	assert.Equal(t, "broken", p.Cells(SLO{TTFT: time.Millisecond})[9])
+	assert.Equal(t, "met", p.Cells(SLO{TTFT: 2 * time.Millisecond})[9])
+	assert.Equal(t, "3 (unstable)", p.Cells(SLO{})[10])
 	assert.Len(t, Header(), len(p.Cells(SLO{})))
+	p.Failed = 1
+	assert.Equal(t, "failed", p.Cells(SLO{TTFT: 2 * time.Millisecond})[9])
+	empty := Point{Ceiling: 1, TTFTP50: math.NaN(), TTFTP99: math.NaN(), TPOTP50: math.NaN(), TPOTP99: math.NaN()}
+	assert.Equal(t, []string{"-", "-", "-", "-", "broken"}, empty.Cells(SLO{TPOT: time.Hour})[5:10], "no sample: no figure, and not met")
+}
+
+// NaN (no sample) is null in JSON, which encoding/json cannot write for a float, and reads back.
+func TestPointJSON(t *testing.T) {
+	p := Point{Ceiling: 2, Throughput: 10, Samples: 3, TTFTP50: 1, TTFTP99: math.NaN(), TPOTP50: 0.5, TPOTP99: math.NaN(), Windows: 3}
+	data, err := json.Marshal(p)
+	require.NoError(t, err)
+	assert.Contains(t, string(data), `"ttft_p99_ms":null`)
+	assert.Contains(t, string(data), `"ttft_p50_ms":1`)
+	assert.Contains(t, string(data), `"samples":3`)
+	var back Point
+	require.NoError(t, json.Unmarshal(data, &back))
+	assert.True(t, math.IsNaN(back.TTFTP99))
+	back.TTFTP99, back.TPOTP99, p.TTFTP99, p.TPOTP99 = 0, 0, 0, 0
+	assert.Equal(t, p, back)
 }

@@ -1,6 +1,7 @@
 package ceiling
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -18,10 +19,11 @@ func sweepGen(t *rapid.T) ([]Point, SLO) {
 		points = append(points, Point{Ceiling: c,
 			Throughput: rapid.Float64Range(0, 1e5).Draw(t, "tput"),
 			TTFTP99:    rapid.Float64Range(0, 1e4).Draw(t, "ttft"),
-			ITLP99:     rapid.Float64Range(0, 1e3).Draw(t, "itl")})
+			TPOTP99:    rapid.Float64Range(0, 1e3).Draw(t, "tpot"),
+			Failed:     rapid.IntRange(0, 1).Draw(t, "failed") * rapid.IntRange(0, 1).Draw(t, "failed too")})
 	}
 	slo := SLO{TTFT: time.Duration(rapid.Int64Range(0, int64(10*time.Second)).Draw(t, "slo ttft")),
-		ITL: time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(t, "slo itl"))}
+		TPOT: time.Duration(rapid.Int64Range(0, int64(time.Second)).Draw(t, "slo tpot"))}
 	return points, slo
 }
 
@@ -36,8 +38,12 @@ func TestRecommendProperties(t *testing.T) {
 		if r.MaxConcurrency == 0 {
 			return
 		}
-		if r.MaxConcurrency > r.Knee || r.MaxConcurrency > r.SLOLimit {
+		if r.Knee > 0 && r.MaxConcurrency > r.Knee || r.MaxConcurrency > r.SLOLimit ||
+			r.FailedAt > 0 && r.MaxConcurrency >= r.FailedAt {
 			t.Fatalf("recommended %d above knee %d or SLO limit %d", r.MaxConcurrency, r.Knee, r.SLOLimit)
+		}
+		if i := slices.IndexFunc(points, func(p Point) bool { return p.Failed > 0 }); i >= 0 {
+			points = points[:i] // a failed step and those after it are no evidence
 		}
 		best := 0.0
 		for _, p := range points {
@@ -50,6 +56,9 @@ func TestRecommendProperties(t *testing.T) {
 			}
 			if p.Ceiling <= r.MaxConcurrency && !slo.Met(p) {
 				t.Fatalf("ceiling %d at or below the recommendation breaks the SLO", p.Ceiling)
+			}
+			if r.Knee == 0 {
+				continue
 			}
 			if p.Ceiling < r.Knee && p.Throughput >= share*best {
 				t.Fatalf("ceiling %d below the knee %d already reaches the share", p.Ceiling, r.Knee)
@@ -68,7 +77,7 @@ func TestRecommendProperties(t *testing.T) {
 func TestRecommendMonotoneInTheSLO(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		points, slo := sweepGen(t)
-		looser := SLO{TTFT: slo.TTFT * 2, ITL: slo.ITL * 2}
+		looser := SLO{TTFT: slo.TTFT * 2, TPOT: slo.TPOT * 2}
 		a, b := Recommend(points, slo, DefaultKneeShare), Recommend(points, looser, DefaultKneeShare)
 		if b.MaxConcurrency < a.MaxConcurrency {
 			t.Fatalf("a looser SLO lowered the recommendation from %d to %d", a.MaxConcurrency, b.MaxConcurrency)

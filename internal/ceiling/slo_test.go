@@ -18,14 +18,15 @@ func TestParseSLO(t *testing.T) {
 	}{
 		{"", SLO{}, ""},
 		{"ttft=500ms", SLO{TTFT: 500 * time.Millisecond}, ""},
-		{"ttft=500ms,itl=50ms", SLO{TTFT: 500 * time.Millisecond, ITL: 50 * time.Millisecond}, ""},
-		{" itl = 40ms , ttft=2s ", SLO{TTFT: 2 * time.Second, ITL: 40 * time.Millisecond}, ""},
+		{"ttft=500ms,tpot=50ms", SLO{TTFT: 500 * time.Millisecond, TPOT: 50 * time.Millisecond}, ""},
+		{" tpot = 40ms , ttft=2s ", SLO{TTFT: 2 * time.Second, TPOT: 40 * time.Millisecond}, ""},
 		{"ttft=1us", SLO{TTFT: time.Microsecond}, ""},
 		{"ttft=1h", SLO{TTFT: time.Hour}, ""},
 		{"ttft", SLO{}, "key=duration"},
 		{"ttft=500ms,", SLO{}, "key=duration"},
-		{"e2e=1s", SLO{}, "ttft or itl"},
-		{"TTFT=1s", SLO{}, "ttft or itl"},
+		{"e2e=1s", SLO{}, "ttft or tpot"},
+		{"itl=50ms", SLO{}, "ttft or tpot"}, // the per-gap key of old: TPOT is what the gate judges
+		{"TTFT=1s", SLO{}, "ttft or tpot"},
 		{"ttft=1s,ttft=2s", SLO{}, "twice"},
 		{"ttft=fast", SLO{}, "a duration"},
 		{"ttft=500", SLO{}, "a duration"},
@@ -58,7 +59,7 @@ func TestParseSLOEchoesNothing(t *testing.T) {
 }
 
 func FuzzParseSLO(f *testing.F) {
-	for _, s := range []string{"", "ttft=500ms", "ttft=500ms,itl=50ms", "itl=1h", "ttft=1s,ttft=2s", "x=1", "ttft=", "=,=", "ttft=1e9h"} {
+	for _, s := range []string{"", "ttft=500ms", "ttft=500ms,tpot=50ms", "tpot=1h", "itl=50ms", "ttft=1s,ttft=2s", "x=1", "ttft=", "=,=", "ttft=1e9h"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -72,7 +73,7 @@ func FuzzParseSLO(f *testing.F) {
 			}
 			return
 		}
-		for _, d := range []time.Duration{slo.TTFT, slo.ITL} {
+		for _, d := range []time.Duration{slo.TTFT, slo.TPOT} {
 			if d != 0 && (d < time.Microsecond || d > MaxTarget) {
 				t.Fatalf("accepted an out-of-range target %v from %q", d, s)
 			}

@@ -12,7 +12,7 @@ import (
 	"github.com/anvil-llm/anvil/internal/ceiling"
 )
 
-// Calibration is the plot of a ceiling sweep: TTFT and ITL p99 (and p50, dashed) against output
+// Calibration is the plot of a ceiling sweep: TTFT and TPOT p99 (and p50, dashed) against output
 // throughput, one marker per swept ceiling, labelled with it, and the recommended ceiling ringed. A
 // knee shows as the curve turning upwards: throughput stops growing while latency still does.
 func Calibration(name, title string, points []ceiling.Point, recommended int) (Figure, error) {
@@ -31,8 +31,8 @@ func Calibration(name, title string, points []ceiling.Point, recommended int) (F
 	}{
 		{"TTFT p99", func(q ceiling.Point) float64 { return q.TTFTP99 }, 0, 0},
 		{"TTFT p50", func(q ceiling.Point) float64 { return q.TTFTP50 }, 0, 1},
-		{"ITL p99", func(q ceiling.Point) float64 { return q.ITLP99 }, 1, 0},
-		{"ITL p50", func(q ceiling.Point) float64 { return q.ITLP50 }, 1, 1},
+		{"TPOT p99", func(q ceiling.Point) float64 { return q.TPOTP99 }, 1, 0},
+		{"TPOT p50", func(q ceiling.Point) float64 { return q.TPOTP50 }, 1, 1},
 	}
 	lines := 0
 	for _, s := range series {

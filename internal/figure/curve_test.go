@@ -14,9 +14,9 @@ import (
 // not be measured still writes its plot), in either format.
 func TestCalibrationFigureWrites(t *testing.T) {
 	points := []ceiling.Point{
-		{Ceiling: 1, Throughput: 100, TTFTP50: 2, TTFTP99: 3, ITLP50: 1, ITLP99: 1.5},
-		{Ceiling: 2, Throughput: 190, TTFTP50: 2.5, TTFTP99: 4, ITLP50: 1.1, ITLP99: 1.7},
-		{Ceiling: 3, Throughput: 200, TTFTP50: 30, TTFTP99: 60, ITLP50: 1.1, ITLP99: 1.8},
+		{Ceiling: 1, Throughput: 100, TTFTP50: 2, TTFTP99: 3, TPOTP50: 1, TPOTP99: 1.5},
+		{Ceiling: 2, Throughput: 190, TTFTP50: 2.5, TTFTP99: 4, TPOTP50: 1.1, TPOTP99: 1.7},
+		{Ceiling: 3, Throughput: 200, TTFTP50: 30, TTFTP99: 60, TPOTP50: 1.1, TPOTP99: 1.8},
 	}
 	for name, pts := range map[string][]ceiling.Point{"points": points, "none": nil, "zero latencies": {{Ceiling: 1, Throughput: 5}}} {
 		t.Run(name, func(t *testing.T) {

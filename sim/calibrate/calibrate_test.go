@@ -67,8 +67,8 @@ func TestSLOLowersTheRecommendation(t *testing.T) {
 	o := tinyOptions()
 	r, err := calibrate.Run(o)
 	require.NoError(t, err)
-	itl := r.Points[2].ITLP99 // the third ceiling's ITL p99 is the target: ceilings 1-3 meet it
-	o.SLO = ceiling.SLO{ITL: time.Duration(math.Ceil(itl * float64(time.Millisecond)))}
+	itl := r.Points[2].TPOTP99 // the third ceiling's TPOT p99 is the target: ceilings 1-3 meet it
+	o.SLO = ceiling.SLO{TPOT: time.Duration(math.Ceil(itl * float64(time.Millisecond)))}
 	r, err = calibrate.Run(o)
 	require.NoError(t, err)
 	assert.Equal(t, ceiling.ReasonSLO, r.Recommendation.Reason)
@@ -149,4 +149,25 @@ func TestInvalidOptions(t *testing.T) {
 			require.ErrorIs(t, err, calibrate.ErrInvalid)
 		})
 	}
+}
+
+// A step in which no request ended has no latency sample: its figures are NaN (null in JSON, "-"
+// in the table) and it does not meet the SLO, so nothing is recommended on no evidence.
+func TestAStepWithoutSamplesDoesNotMeetTheSLO(t *testing.T) {
+	o := tinyOptions()
+	o.Workload.OutputTokens = scenarios.Dist{Dist: scenarios.DistConstant, Value: 150}
+	o.Ceilings, o.Window, o.MaxWindows = []int{1, 2}, 10*time.Millisecond, 3
+	o.SLO = ceiling.SLO{TTFT: time.Hour, TPOT: time.Hour}
+	r, err := calibrate.Run(o)
+	require.NoError(t, err)
+	for _, pt := range r.Points {
+		assert.Zero(t, pt.Samples, "no request of 150 tokens ends within 30 ms")
+		assert.True(t, math.IsNaN(pt.TTFTP99) && math.IsNaN(pt.TPOTP99))
+		assert.False(t, o.SLO.Met(pt))
+	}
+	assert.Zero(t, r.Recommendation.MaxConcurrency)
+	assert.Equal(t, ceiling.ReasonNoSLO, r.Recommendation.Reason)
+	out := render(t, r)
+	assert.Contains(t, string(out[2]), `"ttft_p99_ms": null`)
+	assert.Contains(t, string(out[0]), "broken")
 }

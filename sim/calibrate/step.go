@@ -11,17 +11,18 @@ import (
 	"github.com/anvil-llm/anvil/sim"
 )
 
-// window is what one measurement window saw: tokens emitted, requests finished (and those meeting
-// the SLO), and the TTFT and inter-token gaps that ended in it, in milliseconds.
+// window is what one measurement window saw: tokens emitted, and the requests that finished in
+// it (those meeting the SLO counted apart) with their TTFT and, of more than one output token,
+// their TPOT, in milliseconds: the per-request figures the bench's goodput and the gate judge.
 type window struct {
 	tokens, finished, good int
-	ttft, itl              []float64
+	ttft, tpot             []float64
 }
 
 // inflight is one request on the engine.
 type inflight struct {
-	sent, last time.Time
-	ttft       time.Duration
+	sent time.Time
+	ttft time.Duration
 }
 
 // loop is one ceiling's closed loop: exactly c requests on the engine, a new one submitted the
@@ -38,7 +39,7 @@ type loop struct {
 }
 
 // step holds ceiling c until two consecutive windows after the warm-up one agree (or MaxWindows)
-// and returns the figures of the last two.
+// and returns the figures of the last two; it keeps only those two windows' samples.
 func step(o *Options, c int) (ceiling.Point, error) {
 	st := scenarios.NewStreams(o.Seed)
 	eng, err := engine.New(o.Profile, sim.Epoch, st.Engines.Uint64())
@@ -49,26 +50,24 @@ func step(o *Options, c int) (ceiling.Point, error) {
 	for range c {
 		l.submit(sim.Epoch)
 	}
-	var wins []window
+	var last [2]window // the last two measured windows, the older first
 	var rates []float64
 	for k := 1; k <= o.MaxWindows; k++ {
 		l.until(sim.Epoch.Add(time.Duration(k) * o.Window))
 		if l.err != nil {
 			return ceiling.Point{}, l.err
 		}
-		if k == 1 {
-			l.cur = window{} // warm-up: every request started at once
-			continue
+		if k > 1 { // the first is a warm-up: every request started at once
+			last[0], last[1] = last[1], l.cur
+			rates = append(rates, float64(l.cur.tokens))
 		}
-		wins = append(wins, l.cur)
-		rates = append(rates, float64(l.cur.tokens))
 		l.cur = window{}
 		if ceiling.Held(rates, o.Tolerance) {
 			break
 		}
 	}
-	p := point(c, wins[len(wins)-2:], 2*o.Window)
-	p.Windows, p.Stable = len(wins)+1, ceiling.Held(rates, o.Tolerance)
+	p := point(c, last[:], 2*o.Window)
+	p.Windows, p.Stable = len(rates)+1, ceiling.Held(rates, o.Tolerance)
 	return p, nil
 }
 
@@ -103,34 +102,32 @@ func (l *loop) on(ev engine.Event) {
 	switch ev.Kind {
 	case engine.EventFirstToken:
 		r.ttft = ev.At.Sub(r.sent)
-		l.cur.ttft = append(l.cur.ttft, millis(r.ttft))
-		r.last = ev.At
 		l.cur.tokens++
 	case engine.EventToken:
-		l.cur.itl = append(l.cur.itl, millis(ev.At.Sub(r.last)))
-		r.last = ev.At
 		l.cur.tokens++
 	case engine.EventFinish:
-		l.cur.finished++
-		if l.good(r, ev) {
-			l.cur.good++
-		}
+		l.finish(r, ev)
 		delete(l.reqs, ev.ID)
 		l.submit(ev.At)
 	}
 }
 
-// good: the request's TTFT and its mean inter-token time (TPOT) meet the SLO's targets, the
-// per-request rule of the bench's goodput.
-func (l *loop) good(r *inflight, ev engine.Event) bool {
-	if l.slo.TTFT > 0 && r.ttft > l.slo.TTFT {
-		return false
-	}
-	if l.slo.ITL > 0 && ev.Generated > 1 {
+// finish counts request r, ended by ev, in the current window: its TTFT, its TPOT (vLLM's and the
+// bench's: the time after its first token over its tokens after the first, for more than one), and
+// whether both meet the SLO's targets, the per-request rule of the bench's goodput.
+func (l *loop) finish(r *inflight, ev engine.Event) {
+	w := &l.cur
+	w.finished++
+	w.ttft = append(w.ttft, millis(r.ttft))
+	good := l.slo.TTFT <= 0 || r.ttft <= l.slo.TTFT
+	if ev.Generated > 1 {
 		tpot := (ev.At.Sub(r.sent) - r.ttft) / time.Duration(ev.Generated-1)
-		return tpot <= l.slo.ITL
+		w.tpot = append(w.tpot, millis(tpot))
+		good = good && (l.slo.TPOT <= 0 || tpot <= l.slo.TPOT)
 	}
-	return true
+	if good {
+		w.good++
+	}
 }
 
 // point merges windows lasting span in all into one sweep point.
@@ -141,21 +138,21 @@ func point(c int, wins []window, span time.Duration) ceiling.Point {
 		all.finished += w.finished
 		all.good += w.good
 		all.ttft = append(all.ttft, w.ttft...)
-		all.itl = append(all.itl, w.itl...)
+		all.tpot = append(all.tpot, w.tpot...)
 	}
 	s := span.Seconds()
 	slices.Sort(all.ttft)
-	slices.Sort(all.itl)
+	slices.Sort(all.tpot)
 	return ceiling.Point{Ceiling: c, Throughput: float64(all.tokens) / s, Requests: float64(all.finished) / s,
-		Goodput: float64(all.good) / s, TTFTP50: quantile(all.ttft, 0.5), TTFTP99: quantile(all.ttft, 0.99),
-		ITLP50: quantile(all.itl, 0.5), ITLP99: quantile(all.itl, 0.99)}
+		Goodput: float64(all.good) / s, Samples: all.finished, TTFTP50: quantile(all.ttft, 0.5), TTFTP99: quantile(all.ttft, 0.99),
+		TPOTP50: quantile(all.tpot, 0.5), TPOTP99: quantile(all.tpot, 0.99)}
 }
 
 // quantile is numpy's default (linear) percentile of an ascending sample, as the bench computes it;
-// 0 for an empty one.
+// NaN for an empty one (no sample meets no target: ceiling.SLO.Met).
 func quantile(sorted []float64, p float64) float64 {
 	if len(sorted) == 0 {
-		return 0
+		return math.NaN()
 	}
 	h := p * float64(len(sorted)-1)
 	lo := math.Floor(h)

@@ -57,12 +57,18 @@ func DefaultCeilings(p engine.Profile) []int {
 // DefaultWindow holds about five request cycles at the largest ceiling: the mean output length
 // times the step time with every ceiling's request decoding at the mean context, at least 1 s.
 func DefaultWindow(p engine.Profile, w scenarios.Workload, top int) time.Duration {
+	return min(max(windowCycles*time.Duration(cycle(p, w, top)), time.Second), MaxWindow)
+}
+
+// cycle is one request's expected time in nanoseconds at top sequences. Every product meeting an
+// addition is rounded explicitly (float64(...)), so no compiler may fuse it into an FMA and the
+// default window, and with it every default sweep's bytes, are the same on every architecture.
+func cycle(p engine.Profile, w scenarios.Workload, top int) float64 {
 	out := w.OutputTokens.Expected()
 	ctx := w.PromptTokens.Expected() + sim.ChatTemplateTokens + out/2
 	seqs := float64(min(top, p.MaxNumSeqs))
-	step := float64(p.StepBase) + float64(p.DecodePerSeq)*seqs + float64(p.ContextPerToken)*seqs*ctx
-	cycle := time.Duration(out*step + float64(p.PrefillPerToken)*w.PromptTokens.Expected())
-	return min(max(windowCycles*cycle, time.Second), MaxWindow)
+	step := float64(p.StepBase) + float64(float64(p.DecodePerSeq)*seqs) + float64(float64(p.ContextPerToken)*seqs*ctx)
+	return float64(out*step) + float64(float64(p.PrefillPerToken)*w.PromptTokens.Expected())
 }
 
 // resolve applies the defaults and checks o.
