@@ -11,7 +11,9 @@ type Hold interface {
 	io.Writer
 	// Reader reads what was written, from the start; nothing is written once it is called.
 	Reader() io.Reader
-	// Close frees what the hold keeps (memory, a temporary file); safe to call again.
+	// Close frees what the hold keeps (memory, a temporary file); safe to call again, also from
+	// another goroutine: Encode closes the Hold as soon as its bytes are written, while the response
+	// may still be under way, and the Form's owner closes it again at the end.
 	Close() error
 }
 
@@ -39,14 +41,22 @@ func (f *Form) hold(p *multipart.Part, newHold func() (Hold, error)) error {
 	return f.copyPart(h, p, make([]byte, copyBufferBytes))
 }
 
-// writeHeld writes the held file part, after every field.
+// writeHeld writes the held file part, after every field, then closes the Hold: its bytes are with
+// the upstream, so what holds them (memory of the body budget, disk) is freed at once rather than
+// for as long as the upstream takes to answer. Before the closing boundary, so a receiver holding
+// the complete form knows the Hold is closed. A failure to close is not the upload's: Close reports
+// its own.
 func (f *Form) writeHeld(mw *multipart.Writer) error {
 	pw, err := mw.CreatePart(header(f.heldPart.name, f.heldPart.fileName, f.heldPart.contentType))
 	if err != nil {
 		return err
 	}
 	_, err = io.Copy(pw, f.held.Reader())
-	return err
+	if err != nil {
+		return err
+	}
+	_ = f.held.Close()
+	return nil
 }
 
 // Held reports whether the file part came before the model field and is held.

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -55,6 +56,10 @@ type member struct {
 	// gate, when set, holds every generation request (after it is counted) until the channel is
 	// closed or the request ends: the test decides when leases end.
 	gate atomic.Pointer[chan struct{}]
+	// drained makes a gated generation request read its whole body before it waits (then receive on
+	// bodyRead, without blocking): an upstream that has the complete request and has not answered.
+	drained  atomic.Bool
+	bodyRead chan struct{}
 
 	mu  sync.Mutex
 	ids []string // the X-Request-Id of every generation request, in arrival order
@@ -86,7 +91,7 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 	t.Helper()
 	fake, err := fakevllm.NewServer(opts)
 	require.NoError(t, err)
-	m := &member{fake: fake, entered: make(chan struct{}, 64)}
+	m := &member{fake: fake, entered: make(chan struct{}, 64), bodyRead: make(chan struct{}, 64)}
 	m.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := m.fake.Handler() // the fake in force: a restart on the same port replaces it
 		if r.Method != http.MethodPost || !strings.HasPrefix(r.URL.Path, "/v1/") {
@@ -117,6 +122,9 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 		default:
 		}
 		if g := m.gate.Load(); g != nil {
+			if m.drained.Load() && !drainBody(r, m.bodyRead) {
+				return
+			}
 			select {
 			case <-*g:
 			case <-r.Context().Done():
@@ -131,6 +139,21 @@ func startMemberWith(t *testing.T, opts fakevllm.Options) *member {
 		m.fake.Close()
 	})
 	return m
+}
+
+// drainBody reads r's whole body, puts it back for the handler and tells read; false when the body
+// could not be read.
+func drainBody(r *http.Request, read chan<- struct{}) bool {
+	b, err := io.ReadAll(r.Body)
+	if err != nil {
+		return false
+	}
+	r.Body = io.NopCloser(bytes.NewReader(b))
+	select {
+	case read <- struct{}{}:
+	default:
+	}
+	return true
 }
 
 // serveNaNRunning serves the fake's real metrics page with every vllm:num_requests_running value

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -18,8 +19,9 @@ import (
 // model is known: its first holdMemoryBytes in memory, reserved from the in-flight body budget with
 // the caller's share like an ordinary body (when the budget has no room, none of it is in memory),
 // and the rest in a spool file, reserved from the spill budget (limits.max_spill_bytes, with the
-// same caller share) one spool.SpillStep at a time. The file is removed when the request ends,
-// however it ends (the handler's defer), and at the latest when the server closes (spool.Dir.Close);
+// same caller share) one spool.SpillStep at a time. Both are given back and the file removed as
+// soon as the file has been sent upstream (Encode closes the hold, in the encoder goroutine), or
+// when the request ends, however it ends (the handler's defer), and at the latest when the server closes (spool.Dir.Close);
 // a process killed past both leaves it for the sweep at the next start.
 
 // holdMemoryBytes is the most of one held file kept in memory: one default max_body_bytes body.
@@ -38,7 +40,8 @@ type heldUpload struct {
 	h      *holder
 	mem    int64
 	stop   func() bool // stops cutting the body's read on the request's end (cutReader.arm)
-	closed bool
+	once   sync.Once   // Close runs once: from the encoder once the file is sent, and the handler's defer
+	err    error       // what the one Close returned
 }
 
 // holdError is a refusal of the hold's Write: a budget, spilling off, or the disk.
@@ -62,17 +65,20 @@ func (u *heldUpload) Write(p []byte) (int, error) {
 
 func (u *heldUpload) Reader() io.Reader { return u.buf.Reader() }
 
-// Close removes the spool file and gives back the budgets; safe to call again.
+// Close removes the spool file and gives back the budgets. It is called twice: by Encode (the
+// encoder goroutine) once the file was sent upstream, and by the handler's defer on every path; the
+// first does the work, a concurrent second waits for it.
 func (u *heldUpload) Close() error {
-	if u == nil || u.closed {
+	if u == nil {
 		return nil
 	}
-	u.closed = true
-	u.stop()
-	err := u.buf.Close()
-	u.s.bodies.give(u.h, u.mem)
-	u.s.spills.give(u.h, u.buf.Reserved())
-	return err
+	u.once.Do(func() {
+		u.stop()
+		u.err = u.buf.Close()
+		u.s.bodies.give(u.h, u.mem)
+		u.s.spills.give(u.h, u.buf.Reserved())
+	})
+	return u.err
 }
 
 // holdFor is the Hold maker of one request's form: it records the hold in slot, so the handler's
