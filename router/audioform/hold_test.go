@@ -86,6 +86,7 @@ func TestOpenHolding(t *testing.T) {
 			assert.Equal(t, c.stream, f.Stream())
 			var out bytes.Buffer
 			require.NoError(t, f.Encode(&out, "served"))
+			assert.Equal(t, 1, hs.made[0].closes, "Encode closes the hold once it is written")
 			parts, complete := parse(t, out.Bytes(), f.ContentType())
 			require.True(t, complete)
 			require.Len(t, parts, len(c.want))
@@ -94,7 +95,7 @@ func TestOpenHolding(t *testing.T) {
 			}
 			require.NoError(t, f.Close())
 			require.NoError(t, f.Close())
-			assert.Equal(t, 2, hs.made[0].closes, "Close closes the hold (which takes it twice)")
+			assert.Equal(t, 3, hs.made[0].closes, "Close closes the hold again (which takes it)")
 		})
 	}
 }
