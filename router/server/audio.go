@@ -188,12 +188,16 @@ func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // logging a held file the disk failed.
 func (s *Server) formRefused(c *gin.Context, err error) apiError {
 	e := formError(err)
-	if _, ok := holdRefused(err); ok && e == errInternal {
+	_, reason, held := holdRefused(err)
+	if held && e == errInternal {
 		s.log.Warn("holding an audio file failed", "request_id", requestID(c), "error", err)
 	}
 	if e == errTooSlow {
+		reason = bodyRefusedTooSlow
+	}
+	if reason != "" {
 		_, caller := s.callerOf(c, s.genOf(c))
-		s.metrics.bodyRefused(caller, bodyRefusedTooSlow)
+		s.metrics.bodyRefused(caller, reason)
 	}
 	return e
 }
@@ -208,7 +212,7 @@ func formError(err error) apiError {
 	if errors.Is(err, errUploadTooSlow) {
 		return errTooSlow
 	}
-	if e, ok := holdRefused(err); ok {
+	if e, _, ok := holdRefused(err); ok {
 		return e
 	}
 	if errors.Is(err, relay.ErrShutdown) {

@@ -85,13 +85,19 @@ func (c gatedConn) Read(p []byte) (int, error) {
 // the returned function ends the upload the way the caller's context ends it.
 func startHeldUpload(t *testing.T, url string) (<-chan *http.Response, context.CancelFunc) {
 	t.Helper()
+	return startHeldUploadAs(t, url, callerToken)
+}
+
+// startHeldUploadAs is startHeldUpload as the caller with token.
+func startHeldUploadAs(t *testing.T, url, token string) (<-chan *http.Response, context.CancelFunc) {
+	t.Helper()
 	ct, body := fileFirstForm(t, "clip.wav", make([]byte, 2<<20), [2]string{"model", "whisper"})
 	pr, pw := io.Pipe()
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() { _, _ = pw.Write(body[:heldPastMemory+512]) }() // then nothing, until the end
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url+"/v1/audio/transcriptions", pr)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer "+callerToken)
+	req.Header.Set("Authorization", "Bearer "+token)
 	req.Header.Set("Content-Type", ct)
 	answered := make(chan *http.Response, 1)
 	go func() {

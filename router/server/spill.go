@@ -35,13 +35,13 @@ var errHeldTooLarge = apiError{http.StatusRequestEntityTooLarge,
 
 // heldUpload is one held file part: its spool buffer and what it took of the two budgets.
 type heldUpload struct {
-	s      *Server
-	buf    *spool.Buffer
-	h      *holder
-	mem    int64
-	stop   func() bool // stops cutting the body's read on the request's end (cutReader.arm)
-	once   sync.Once   // Close runs once: from the encoder once the file is sent, and the handler's defer
-	err    error       // what the one Close returned
+	s    *Server
+	buf  *spool.Buffer
+	h    *holder
+	mem  int64
+	stop func() bool // stops cutting the body's read on the request's end (cutReader.arm)
+	once sync.Once   // Close runs once: from the encoder once the file is sent, and the handler's defer
+	err  error       // what the one Close returned
 }
 
 // holdError is a refusal of the hold's Write: a budget, spilling off, or the disk.
@@ -82,14 +82,17 @@ func (u *heldUpload) Close() error {
 }
 
 // holdFor is the Hold maker of one request's form: it records the hold in slot, so the handler's
-// defer closes it whatever happens after (a panic inside the form's reading included).
+// defer closes it whatever happens after (a panic inside the form's reading included). When the
+// body budget has no memory to spare and there is no disk to spill to (max_spill_bytes 0, or the
+// spool directory unusable), the file cannot be held at all: the budget's refusal (503) is returned.
 func (s *Server) holdFor(c *gin.Context, lim config.Limits, h *holder, cut *cutReader, slot **heldUpload) func() (audioform.Hold, error) {
 	return func() (audioform.Hold, error) {
 		mem := int64(holdMemoryBytes)
 		if declared := c.Request.ContentLength; declared >= 0 {
 			mem = min(mem, declared)
 		}
-		if s.bodies.take(h, mem) != budgetOK {
+		refused := s.bodies.take(h, mem)
+		if refused != budgetOK {
 			mem = 0 // no memory to spare now: the file goes to disk from its first byte
 		}
 		var reserve func(int64) error
@@ -101,28 +104,55 @@ func (s *Server) holdFor(c *gin.Context, lim config.Limits, h *holder, cut *cutR
 				return nil
 			}
 		}
+		if reserve == nil && refused != budgetOK {
+			return nil, &holdError{memoryRefused(refused)}
+		}
 		u := &heldUpload{s: s, buf: s.spool.NewBuffer(mem, reserve), h: h, mem: mem, stop: cut.arm(c.Writer)}
 		*slot = u
 		return u, nil
 	}
 }
 
-// holdRefused maps a refusal of the hold; ok is false when err is not one.
-func holdRefused(err error) (apiError, bool) {
+// memoryRefused is the body budget's refusal of a held file's memory when it may not spill.
+type memoryRefused budgetRefusal
+
+func (memoryRefused) Error() string { return "body budget refused" }
+
+// Spill refusals: the disk budget's own codes, so a caller and an operator can tell a full spool
+// from a full memory budget.
+var (
+	errSpillBusy = apiError{http.StatusServiceUnavailable,
+		"the router holds too many audio files sent before their 'model' field right now; retry shortly",
+		"service_unavailable", "spill_budget_exhausted"}
+	errCallerSpillBusy = apiError{http.StatusServiceUnavailable,
+		"this caller's held audio files already hold its share of the router's spill budget; retry shortly",
+		"service_unavailable", "caller_spill_share_exhausted"}
+)
+
+// holdRefused maps a refusal of the hold, with the reason it is counted under in
+// anvil_router_body_refusals_total ("" when it is not counted); ok is false when err is not one.
+func holdRefused(err error) (e apiError, reason string, ok bool) {
 	var he *holdError
 	if !errors.As(err, &he) {
-		return apiError{}, false
+		return apiError{}, "", false
 	}
 	var sr spillRefused
+	var mr memoryRefused
 	switch {
 	case errors.As(err, &sr) && budgetRefusal(sr) == budgetCallerShare:
-		return errCallerBusy, true
+		return errCallerSpillBusy, bodyRefusedSpillShare, true
 	case errors.As(err, &sr):
-		return errBusy, true
+		return errSpillBusy, bodyRefusedSpill, true
+	case errors.As(err, &mr) && budgetRefusal(mr) == budgetCallerShare:
+		return errCallerBusy, bodyRefusedShare, true
+	case errors.As(err, &mr):
+		return errBusy, bodyRefusedBudget, true
 	case errors.Is(err, spool.ErrSpillOff):
-		return errHeldTooLarge, true
+		return errHeldTooLarge, "", true
+	case errors.Is(err, spool.ErrClosed):
+		return errShuttingDown, "", true
 	}
-	return errInternal, true // the disk failed: logged by formRefused
+	return errInternal, "", true // the disk failed: logged by formRefused
 }
 
 // cutReader is an audio body that, once a file is being held, ends when the request's context ends

@@ -94,6 +94,7 @@ func (b *Buffer) toFile(p []byte) (int, error) {
 	}
 	n, err := b.file.Write(p)
 	b.fileSize += int64(n)
+	b.dir.bytes.Add(int64(n))
 	return n, err
 }
 
@@ -128,5 +129,6 @@ func (b *Buffer) Close() error {
 	if b.file == nil {
 		return nil
 	}
+	b.dir.bytes.Add(-b.fileSize)
 	return b.dir.release(b.file)
 }

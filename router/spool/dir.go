@@ -21,6 +21,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 )
 
@@ -46,6 +47,8 @@ type Dir struct {
 	mu   sync.Mutex
 	live map[string]*os.File
 	done bool
+	// bytes is what the Buffers wrote to their spool files, less what those closed since.
+	bytes atomic.Int64
 }
 
 // DefaultPath is the spool directory under os.TempDir (which follows $TMPDIR).
@@ -174,6 +177,14 @@ func (d *Dir) release(f *os.File) error {
 		return nil
 	}
 	return errors.Join(f.Close(), os.Remove(f.Name()))
+}
+
+// Bytes is what the open spool files hold now; 0 for a nil Dir (no spool).
+func (d *Dir) Bytes() int64 {
+	if d == nil {
+		return 0
+	}
+	return d.bytes.Load()
 }
 
 // Live is the number of spool files open now.

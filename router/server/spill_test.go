@@ -1,0 +1,45 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/anvil-llm/anvil/router/spool"
+)
+
+// TestHoldRefused: every refusal of a held file maps to its answer and the reason it is counted
+// under; what is not a hold's refusal is not mapped.
+func TestHoldRefused(t *testing.T) {
+	cases := []struct {
+		name   string
+		err    error
+		want   apiError
+		reason string
+	}{
+		{"spill budget", &holdError{spillRefused(budgetExhausted)}, errSpillBusy, bodyRefusedSpill},
+		{"spill share", &holdError{spillRefused(budgetCallerShare)}, errCallerSpillBusy, bodyRefusedSpillShare},
+		{"memory budget", &holdError{memoryRefused(budgetExhausted)}, errBusy, bodyRefusedBudget},
+		{"memory share", &holdError{memoryRefused(budgetCallerShare)}, errCallerBusy, bodyRefusedShare},
+		{"spill off", &holdError{spool.ErrSpillOff}, errHeldTooLarge, ""},
+		{"spool closed", &holdError{spool.ErrClosed}, errShuttingDown, ""},
+		{"the disk", &holdError{fmt.Errorf("spool: %w", fs.ErrPermission)}, errInternal, ""},
+		{"wrapped", fmt.Errorf("reading: %w", &holdError{spillRefused(budgetExhausted)}), errSpillBusy, bodyRefusedSpill},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, reason, ok := holdRefused(c.err)
+			assert.True(t, ok)
+			assert.Equal(t, c.want, got)
+			assert.Equal(t, c.reason, reason)
+			assert.Equal(t, c.want, formError(c.err), "formError agrees")
+		})
+	}
+	_, _, ok := holdRefused(errors.New("not a hold's"))
+	assert.False(t, ok)
+	_, _, ok = holdRefused(spool.ErrSpillOff)
+	assert.False(t, ok, "only a refusal of the hold's Write is one")
+}
