@@ -142,3 +142,23 @@ func TestHoldRefusals(t *testing.T) {
 		require.ErrorIs(t, err, errHoldFull)
 	})
 }
+
+// TestOpenHoldingConsumes: a held form's body is read to its end (a long epilogue included) before
+// OpenHolding returns, so nothing of the upload is left to read after admission; one that breaks its
+// bound in the epilogue is refused by OpenHolding.
+func TestOpenHoldingConsumes(t *testing.T) {
+	epilogue := strings.Repeat("e", 64<<10)
+	body := &eofReader{r: strings.NewReader(form(file, model) + epilogue)}
+	hs := &holds{max: 1 << 20}
+	f, err := OpenHolding(body, ct, DefaultLimits(), hs.newHold)
+	require.NoError(t, err)
+	assert.True(t, body.eof, "the body was read to its end")
+	require.NoError(t, f.Encode(io.Discard, "served"))
+	require.NoError(t, f.Close())
+
+	whole := form(file, model)
+	bounded := http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(whole+epilogue)), int64(len(whole)+1024))
+	_, err = OpenHolding(bounded, ct, DefaultLimits(), (&holds{max: 1 << 20}).newHold)
+	var tooLarge *http.MaxBytesError
+	require.ErrorAs(t, err, &tooLarge, "the epilogue counts against the bound")
+}
