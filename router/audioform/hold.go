@@ -1,9 +1,27 @@
 package audioform
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
 )
+
+// ErrHeldRead wraps a failure to read back a held file part while Encode sends it: the router's own
+// failure (its disk, its spool closed by a shutdown), never the caller's. The Hold's error is wrapped
+// too, for errors.Is.
+var ErrHeldRead = errors.New("audioform: the held file part could not be read back")
+
+// heldReader tells the Hold's read failures from the upstream's write failures in writeHeld.
+type heldReader struct{ r io.Reader }
+
+func (h heldReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: %w", ErrHeldRead, err)
+	}
+	return n, err
+}
 
 // Hold keeps the bytes of a file part that came before the model field until the model is known.
 // Its Write may refuse (a bound, a full disk); the refusal is returned from OpenHolding as it is.
@@ -51,7 +69,7 @@ func (f *Form) writeHeld(mw *multipart.Writer) error {
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(pw, f.held.Reader())
+	_, err = io.Copy(pw, heldReader{f.held.Reader()})
 	if err != nil {
 		return err
 	}

@@ -162,3 +162,29 @@ func TestOpenHoldingConsumes(t *testing.T) {
 	var tooLarge *http.MaxBytesError
 	require.ErrorAs(t, err, &tooLarge, "the epilogue counts against the bound")
 }
+
+// failingHold is a memHold whose Reader fails after its first bytes.
+type failingHold struct{ memHold }
+
+var errDisk = errors.New("test disk failed")
+
+func (h *failingHold) Reader() io.Reader { return io.MultiReader(strings.NewReader("RIFF"), iotestErr{errDisk}) }
+
+type iotestErr struct{ err error }
+
+func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
+
+// TestHeldReadFailure: a held file that cannot be read back is ErrHeldRead (the router's failure,
+// not the caller's), wrapping the Hold's error, and the upstream form is never complete.
+func TestHeldReadFailure(t *testing.T) {
+	h := &failingHold{memHold{max: 1 << 20}}
+	f, err := OpenHolding(strings.NewReader(form(file, model)), ct, DefaultLimits(), func() (Hold, error) { return h, nil })
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = f.Encode(&out, "served")
+	require.ErrorIs(t, err, ErrHeldRead)
+	require.ErrorIs(t, err, errDisk)
+	_, complete := parse(t, out.Bytes(), f.ContentType())
+	assert.False(t, complete)
+	require.NoError(t, f.Close())
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/router/spool"
 )
 
 // The audio routes. Speech (JSON in, audio out) is an ordinary proxy endpoint whose answer the relay
@@ -189,7 +190,7 @@ func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 func (s *Server) formRefused(c *gin.Context, err error) apiError {
 	e := formError(err)
 	_, reason, held := holdRefused(err)
-	if held && e == errInternal {
+	if (held || errors.Is(err, audioform.ErrHeldRead)) && e == errInternal {
 		s.log.Warn("holding an audio file failed", "request_id", requestID(c), "error", err)
 	}
 	if e == errTooSlow {
@@ -203,7 +204,8 @@ func (s *Server) formRefused(c *gin.Context, err error) apiError {
 }
 
 // formError maps a refused form: over the bound is 413, a body that could not be read is 400, every
-// form rule is its fixed 400.
+// form rule is its fixed 400; a held file the router could not hold or read back is the router's
+// (500, or 503 shutting_down when a shutdown closed the spool).
 func formError(err error) apiError {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -214,6 +216,12 @@ func formError(err error) apiError {
 	}
 	if e, _, ok := holdRefused(err); ok {
 		return e
+	}
+	if errors.Is(err, audioform.ErrHeldRead) {
+		if errors.Is(err, spool.ErrClosed) {
+			return errShuttingDown // the spool closed under a held file being sent
+		}
+		return errInternal // the router's disk: logged by formRefused
 	}
 	if errors.Is(err, relay.ErrShutdown) {
 		return errShuttingDown // a held upload cut by a shutdown (cutReader)

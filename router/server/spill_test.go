@@ -8,6 +8,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/anvil-llm/anvil/router/audioform"
 	"github.com/anvil-llm/anvil/router/spool"
 )
 
@@ -42,4 +43,14 @@ func TestHoldRefused(t *testing.T) {
 	assert.False(t, ok)
 	_, _, ok = holdRefused(spool.ErrSpillOff)
 	assert.False(t, ok, "only a refusal of the hold's Write is one")
+}
+
+// TestHeldReadRefused: a held file the router cannot read back while it sends it is its own failure
+// (500), or a shutdown's (503 shutting_down) when the spool was closed under it; never the caller's
+// 400.
+func TestHeldReadRefused(t *testing.T) {
+	disk := fmt.Errorf("%w: %w", audioform.ErrHeldRead, fs.ErrPermission)
+	closed := fmt.Errorf("%w: %w", audioform.ErrHeldRead, spool.ErrClosed)
+	assert.Equal(t, errInternal, formError(disk))
+	assert.Equal(t, errShuttingDown, formError(closed))
 }

@@ -197,3 +197,18 @@ func TestBufferProperty(t *testing.T) {
 		}
 	})
 }
+
+// TestSpoolClosedUnderBuffer: a buffer whose file a shutdown's Dir.Close closed reads and writes
+// ErrClosed, so its owner can tell a shutdown from a failed disk.
+func TestSpoolClosedUnderBuffer(t *testing.T) {
+	d := openDir(t)
+	b := d.NewBuffer(4, unlimited)
+	_, err := b.Write([]byte("held on disk"))
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = io.ReadAll(b.Reader())
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = b.Write([]byte("more"))
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.NoError(t, b.Close())
+}
