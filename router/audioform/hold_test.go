@@ -168,7 +168,9 @@ type failingHold struct{ memHold }
 
 var errDisk = errors.New("test disk failed")
 
-func (h *failingHold) Reader() io.Reader { return io.MultiReader(strings.NewReader("RIFF"), iotestErr{errDisk}) }
+func (h *failingHold) Reader() io.Reader {
+	return io.MultiReader(strings.NewReader("RIFF"), iotestErr{errDisk})
+}
 
 type iotestErr struct{ err error }
 
