@@ -133,3 +133,17 @@ func TestHeldSpillShare(t *testing.T) {
 	rig.r.wait(t, 2)
 	assertHeldGiven(t, rig.r.srv)
 }
+
+// TestHeldSpillShareFloor: with the caller share on, one caller can always hold one upload at
+// max_audio_bytes on disk from its first byte (the memory budget full), though the bound is not a
+// whole number of the 1 MiB steps disk is reserved in.
+func TestHeldSpillShareFloor(t *testing.T) {
+	rig := startAudioRigWith(t, "limits: {max_body_bytes: 65536, max_inflight_body_bytes: 65536, max_audio_bytes: "+
+		strconv.Itoa(heldLimit)+", max_spill_bytes: 8388608, caller_body_share_percent: 10}\n", nil,
+		routerOptions{env: twoCallers})
+	ct, body := fileFirstForm(t, "clip.wav", make([]byte, fileOfTotal(t, heldLimit)), [2]string{"model", "whisper"})
+	resp, got := postAs(t, rig.r, callerA, ct, body)
+	require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+	rig.r.wait(t, 1)
+	assertHeldGiven(t, rig.r.srv)
+}

@@ -33,6 +33,12 @@ var errHeldTooLarge = apiError{http.StatusRequestEntityTooLarge,
 	"an audio file sent before the 'model' field is larger than the router holds; send 'model' first",
 	"invalid_request_error", "held_file_too_large"}
 
+// spillFloor is the least spill share of one caller: one max_audio_bytes upload held on disk from
+// its first byte, in the whole spool.SpillSteps it is reserved in.
+func spillFloor(maxAudio int64) int64 {
+	return (maxAudio + spool.SpillStep - 1) / spool.SpillStep * spool.SpillStep
+}
+
 // heldUpload is one held file part: its spool buffer and what it took of the two budgets.
 type heldUpload struct {
 	s    *Server

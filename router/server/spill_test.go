@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/anvil-llm/anvil/router/audioform"
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/spool"
 )
 
@@ -53,4 +54,13 @@ func TestHeldReadRefused(t *testing.T) {
 	closed := fmt.Errorf("%w: %w", audioform.ErrHeldRead, spool.ErrClosed)
 	assert.Equal(t, errInternal, formError(disk))
 	assert.Equal(t, errShuttingDown, formError(closed))
+}
+
+// TestSpillFloor: the least spill share is whole steps holding one max_audio_bytes upload, and the
+// least max_spill_bytes the config accepts is one step.
+func TestSpillFloor(t *testing.T) {
+	assert.Equal(t, int64(spool.SpillStep), spillFloor(1024))
+	assert.Equal(t, int64(spool.SpillStep), spillFloor(spool.SpillStep))
+	assert.Equal(t, int64(3*spool.SpillStep), spillFloor(2*spool.SpillStep+1))
+	assert.Equal(t, int64(spool.SpillStep), int64(config.MinSpillBytes))
 }
