@@ -22,7 +22,7 @@ import (
 // same caller share) one spool.SpillStep at a time. Both are given back and the file removed as
 // soon as the file has been sent upstream (Encode closes the hold, in the encoder goroutine), or
 // when the request ends, however it ends (the handler's defer), and at the latest when the server closes (spool.Dir.Close);
-// a process killed past both leaves it for the sweep at the next start.
+// a process killed past both leaves nothing (the spool file was unlinked once created).
 
 // holdMemoryBytes is the most of one held file kept in memory: one default max_body_bytes body.
 const holdMemoryBytes = 1 << 20
