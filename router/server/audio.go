@@ -44,6 +44,11 @@ func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 		if !ok {
 			return
 		}
+		if !form.Held() {
+			// The file is still unread: a refusal before the attempt closes the connection (see
+			// openForm); relayForm hands the decision to uploadWriter.
+			c.Header("Connection", "close")
+		}
 		req, err := request.FormRequest(ep, form.Model(), form.Stream())
 		if err != nil {
 			abort(c, requestError(err))
@@ -71,7 +76,8 @@ func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*au
 	bound := time.Now().Add(g.cfg.Upstream().Timeout)
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(bound)
 	cut := &cutReader{r: s.bodyReader(c, lim, bound), ctx: c.Request.Context()}
-	body := http.MaxBytesReader(c.Writer, io.NopCloser(cut), lim.MaxAudioBytes)
+	ended := &endReader{r: cut}
+	body := http.MaxBytesReader(c.Writer, io.NopCloser(ended), lim.MaxAudioBytes)
 	flim := audioform.DefaultLimits()
 	flim.MaxHeadBytes = lim.MaxBodyBytes
 	h, _ := s.callerOf(c, g)
@@ -80,10 +86,29 @@ func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*au
 		(*held).stop() // the whole form is read: nothing left to cut
 	}
 	if err != nil {
+		if !ended.end {
+			// Refused mid-body: close after the answer rather than let net/http first read up to
+			// 256 KiB more of an upload nobody wants, from a caller that may wait for the answer.
+			c.Header("Connection", "close")
+		}
 		abort(c, s.formRefused(c, err))
 		return nil, false
 	}
 	return form, true
+}
+
+// endReader records whether the caller's body reached its end.
+type endReader struct {
+	r   io.Reader
+	end bool
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		e.end = true
+	}
+	return n, err
 }
 
 // relayForm makes the one attempt with the form as a streamed body: an encoder goroutine writes the
@@ -104,6 +129,7 @@ func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*au
 // cancels the connection's context, so every later request on it would begin already canceled.
 func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, ep request.Endpoint, form *audioform.Form,
 	tier config.Tier, target routing.Target) {
+	c.Writer.Header().Del("Connection") // uploadWriter and joinEncoder decide from here
 	pr, pw := io.Pipe()
 	enc := &encoder{done: make(chan error, 1)}
 	go func() {

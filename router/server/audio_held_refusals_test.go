@@ -1,14 +1,19 @@
 package server_test
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -144,6 +149,34 @@ func TestHeldSpillShareFloor(t *testing.T) {
 	ct, body := fileFirstForm(t, "clip.wav", make([]byte, fileOfTotal(t, heldLimit)), [2]string{"model", "whisper"})
 	resp, got := postAs(t, rig.r, callerA, ct, body)
 	require.Equal(t, http.StatusOK, resp.StatusCode, string(got))
+	rig.r.wait(t, 1)
+	assertHeldGiven(t, rig.r.srv)
+}
+
+// TestHeldRefusalClosesConnection: a held upload refused mid-file (the spill budget full) while the
+// caller waits for the answer before sending more is answered at once and its connection closed:
+// net/http does not first wait to read more of a body nobody wants.
+func TestHeldRefusalClosesConnection(t *testing.T) {
+	rig := startAudioRigWith(t, "limits: {max_audio_bytes: 4194304, max_spill_bytes: 1048576}\n", nil, routerOptions{})
+	ct, body := fileFirstForm(t, "clip.wav", make([]byte, 3<<20), [2]string{"model", "whisper"})
+	conn, err := net.Dial("tcp", strings.TrimPrefix(rig.r.http.URL, "http://"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	// Past the refusal (1 MiB in memory, 1 MiB on disk, then no more disk), then nothing: chunked, so
+	// net/http cannot know how much is left.
+	sent := body[:2<<20+64<<10]
+	_, err = fmt.Fprintf(conn, "POST /v1/audio/transcriptions HTTP/1.1\r\nHost: anvil\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: %s\r\nTransfer-Encoding: chunked\r\n\r\n%x\r\n", callerToken, ct, len(sent))
+	require.NoError(t, err)
+	_, err = conn.Write(append(sent, "\r\n"...))
+	require.NoError(t, err)
+	// A bound on the test itself, not a wait: without the fix the answer never comes.
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	require.NoError(t, err, "answered without reading more of the upload")
+	defer resp.Body.Close()
+	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
+	assert.True(t, resp.Close, "the connection is closed after the answer")
 	rig.r.wait(t, 1)
 	assertHeldGiven(t, rig.r.srv)
 }
