@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -244,4 +245,19 @@ func TestSpoolClosedUnderBuffer(t *testing.T) {
 	_, err = b.Write([]byte("more"))
 	assert.ErrorIs(t, err, ErrClosed)
 	assert.NoError(t, b.Close())
+}
+
+// spoolPattern is spoolName's reference: the current names and the earlier routers' PID names.
+var spoolPattern = regexp.MustCompile(`^held-([1-9][0-9]{0,6}-)?[0-9a-f]{16}\.part$`)
+
+// FuzzSpoolName: the sweep's name check (a directory entry is outside input) agrees with the
+// reference pattern on every name.
+func FuzzSpoolName(f *testing.F) {
+	for _, s := range []string{"held-0123456789abcdef.part", "held-1-0123456789abcdef.part", "held-01-0123456789abcdef.part",
+		"held-12345678-0123456789abcdef.part", "held--0123456789abcdef.part", "held-0123456789ABCDEF.part", "other", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		assert.Equal(t, spoolPattern.MatchString(name), spoolName(name), name)
+	})
 }
