@@ -160,6 +160,20 @@ func (f *Form) readHead(newHold func() (Hold, error)) error {
 	if f.model == "" {
 		return ErrMissingModel
 	}
+	if f.held != nil {
+		return f.drain()
+	}
+	return nil
+}
+
+// drain reads the body past a held form's closing boundary to its end (an epilogue is discarded,
+// within the body's own bound), so the whole upload is consumed before OpenHolding returns: nothing
+// of it is read after admission, when a bound on the upload (its rate) could no longer refuse it
+// cleanly.
+func (f *Form) drain() error {
+	if _, err := io.Copy(io.Discard, f.body); err != nil {
+		return f.readError(err)
+	}
 	return nil
 }
 

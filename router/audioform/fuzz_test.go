@@ -146,21 +146,7 @@ func FuzzHeldForm(f *testing.F) {
 		require.True(t, complete)
 		want, ok := reference(body)
 		require.True(t, ok, "the router accepted a form the reference parser refuses")
-		var fields []got
-		var files []got
-		for _, w := range want {
-			if w.name == ModelField {
-				assert.Equal(t, fm.Model(), w.value)
-				w.value = "served"
-			}
-			if w.name == FileField {
-				files = append(files, w)
-			} else {
-				fields = append(fields, w)
-			}
-		}
-		require.Len(t, files, 1)
-		want = append(fields, files...)
+		want = heldOrder(t, want, fm.Model())
 		require.Len(t, parts, len(want))
 		for i := range want {
 			assert.Equal(t, want[i].name, parts[i].name)
@@ -168,4 +154,23 @@ func FuzzHeldForm(f *testing.F) {
 			assert.Equal(t, want[i].value, parts[i].value)
 		}
 	})
+}
+
+// heldOrder is the parts the upstream should read from a held form whose caller sent want: the
+// fields in the caller's order, the model replaced by "served", then the one file.
+func heldOrder(t *testing.T, want []got, model string) []got {
+	var fields, files []got
+	for _, w := range want {
+		if w.name == ModelField {
+			assert.Equal(t, model, w.value)
+			w.value = "served"
+		}
+		if w.name == FileField {
+			files = append(files, w)
+		} else {
+			fields = append(fields, w)
+		}
+	}
+	require.Len(t, files, 1)
+	return append(fields, files...)
 }

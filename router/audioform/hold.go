@@ -1,9 +1,27 @@
 package audioform
 
 import (
+	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
 )
+
+// ErrHeldRead wraps a failure to read back a held file part while Encode sends it: the router's own
+// failure (its disk, its spool closed by a shutdown), never the caller's. The Hold's error is wrapped
+// too, for errors.Is.
+var ErrHeldRead = errors.New("audioform: the held file part could not be read back")
+
+// heldReader tells the Hold's read failures from the upstream's write failures in writeHeld.
+type heldReader struct{ r io.Reader }
+
+func (h heldReader) Read(p []byte) (int, error) {
+	n, err := h.r.Read(p)
+	if err != nil && !errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%w: %w", ErrHeldRead, err)
+	}
+	return n, err
+}
 
 // Hold keeps the bytes of a file part that came before the model field until the model is known.
 // Its Write may refuse (a bound, a full disk); the refusal is returned from OpenHolding as it is.
@@ -11,7 +29,9 @@ type Hold interface {
 	io.Writer
 	// Reader reads what was written, from the start; nothing is written once it is called.
 	Reader() io.Reader
-	// Close frees what the hold keeps (memory, a temporary file); safe to call again.
+	// Close frees what the hold keeps (memory, a temporary file); safe to call again, also from
+	// another goroutine: Encode closes the Hold as soon as its bytes are written, while the response
+	// may still be under way, and the Form's owner closes it again at the end.
 	Close() error
 }
 
@@ -39,14 +59,22 @@ func (f *Form) hold(p *multipart.Part, newHold func() (Hold, error)) error {
 	return f.copyPart(h, p, make([]byte, copyBufferBytes))
 }
 
-// writeHeld writes the held file part, after every field.
+// writeHeld writes the held file part, after every field, then closes the Hold: its bytes are with
+// the upstream, so what holds them (memory of the body budget, disk) is freed at once rather than
+// for as long as the upstream takes to answer. Before the closing boundary, so a receiver holding
+// the complete form knows the Hold is closed. A failure to close is not the upload's: Close reports
+// its own.
 func (f *Form) writeHeld(mw *multipart.Writer) error {
 	pw, err := mw.CreatePart(header(f.heldPart.name, f.heldPart.fileName, f.heldPart.contentType))
 	if err != nil {
 		return err
 	}
-	_, err = io.Copy(pw, f.held.Reader())
-	return err
+	_, err = io.Copy(pw, heldReader{f.held.Reader()})
+	if err != nil {
+		return err
+	}
+	_ = f.held.Close()
+	return nil
 }
 
 // Held reports whether the file part came before the model field and is held.

@@ -86,6 +86,7 @@ func TestOpenHolding(t *testing.T) {
 			assert.Equal(t, c.stream, f.Stream())
 			var out bytes.Buffer
 			require.NoError(t, f.Encode(&out, "served"))
+			assert.Equal(t, 1, hs.made[0].closes, "Encode closes the hold once it is written")
 			parts, complete := parse(t, out.Bytes(), f.ContentType())
 			require.True(t, complete)
 			require.Len(t, parts, len(c.want))
@@ -94,7 +95,7 @@ func TestOpenHolding(t *testing.T) {
 			}
 			require.NoError(t, f.Close())
 			require.NoError(t, f.Close())
-			assert.Equal(t, 2, hs.made[0].closes, "Close closes the hold (which takes it twice)")
+			assert.Equal(t, 3, hs.made[0].closes, "Close closes the hold again (which takes it)")
 		})
 	}
 }
@@ -140,4 +141,52 @@ func TestHoldRefusals(t *testing.T) {
 		_, err := OpenHolding(strings.NewReader(form(file, model)), ct, DefaultLimits(), func() (Hold, error) { return nil, errHoldFull })
 		require.ErrorIs(t, err, errHoldFull)
 	})
+}
+
+// TestOpenHoldingConsumes: a held form's body is read to its end (a long epilogue included) before
+// OpenHolding returns, so nothing of the upload is left to read after admission; one that breaks its
+// bound in the epilogue is refused by OpenHolding.
+func TestOpenHoldingConsumes(t *testing.T) {
+	epilogue := strings.Repeat("e", 64<<10)
+	body := &eofReader{r: strings.NewReader(form(file, model) + epilogue)}
+	hs := &holds{max: 1 << 20}
+	f, err := OpenHolding(body, ct, DefaultLimits(), hs.newHold)
+	require.NoError(t, err)
+	assert.True(t, body.eof, "the body was read to its end")
+	require.NoError(t, f.Encode(io.Discard, "served"))
+	require.NoError(t, f.Close())
+
+	whole := form(file, model)
+	bounded := http.MaxBytesReader(httptest.NewRecorder(), io.NopCloser(strings.NewReader(whole+epilogue)), int64(len(whole)+1024))
+	_, err = OpenHolding(bounded, ct, DefaultLimits(), (&holds{max: 1 << 20}).newHold)
+	var tooLarge *http.MaxBytesError
+	require.ErrorAs(t, err, &tooLarge, "the epilogue counts against the bound")
+}
+
+// failingHold is a memHold whose Reader fails after its first bytes.
+type failingHold struct{ memHold }
+
+var errDisk = errors.New("test disk failed")
+
+func (h *failingHold) Reader() io.Reader {
+	return io.MultiReader(strings.NewReader("RIFF"), iotestErr{errDisk})
+}
+
+type iotestErr struct{ err error }
+
+func (r iotestErr) Read([]byte) (int, error) { return 0, r.err }
+
+// TestHeldReadFailure: a held file that cannot be read back is ErrHeldRead (the router's failure,
+// not the caller's), wrapping the Hold's error, and the upstream form is never complete.
+func TestHeldReadFailure(t *testing.T) {
+	h := &failingHold{memHold{max: 1 << 20}}
+	f, err := OpenHolding(strings.NewReader(form(file, model)), ct, DefaultLimits(), func() (Hold, error) { return h, nil })
+	require.NoError(t, err)
+	var out bytes.Buffer
+	err = f.Encode(&out, "served")
+	require.ErrorIs(t, err, ErrHeldRead)
+	require.ErrorIs(t, err, errDisk)
+	_, complete := parse(t, out.Bytes(), f.ContentType())
+	assert.False(t, complete)
+	require.NoError(t, f.Close())
 }

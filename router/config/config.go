@@ -82,7 +82,8 @@ type Limits struct {
 	MaxAudioBytes int64
 	// MaxSpillBytes bounds the disk all held audio files use together: a file part sent before the
 	// model field is held until the model is known, in memory up to a bound and past it in a
-	// temporary file. 0 turns spilling off (a held file past the memory bound is refused with 503).
+	// temporary file. 0 turns spilling off (a held file past the memory bound is refused with 413);
+	// otherwise at least 1 MiB, one spill step.
 	MaxSpillBytes int64
 	// CallerBodySharePercent is the part of MaxInflightBodyBytes one caller token may hold at once
 	// (never less than one largest body); 0 turns the share off. With one caller token there is

@@ -22,6 +22,9 @@ const (
 	defaultMaxAudioBytes, minMaxAudioBytes, maxMaxAudioBytes = 26 << 20, 1 << 10, 1 << 30
 	// The disk held audio files may use together: 1 GiB holds about 40 largest uploads at once.
 	defaultMaxSpillBytes, minMaxSpillBytes, maxMaxSpillBytes = 1 << 30, 0, 1 << 40
+	// MinSpillBytes is the least limits.max_spill_bytes other than 0: one spool.SpillStep, the unit
+	// the spill budget is reserved in.
+	MinSpillBytes = 1 << 20
 	// The fair body budget. One caller holds at most a quarter of the in-flight budget, so one
 	// caller's slow bodies cannot starve the others. A body must arrive at 16 KiB/s on average after
 	// a 10 s grace: far below any uplink that can send a 25 MiB audio file within upstream.timeout
@@ -132,6 +135,10 @@ func buildLimits(r *LimitsDoc, c *Config) (err error) {
 	c.limits.MaxSpillBytes, err = intIn(r.MaxSpillBytes, defaultMaxSpillBytes, minMaxSpillBytes, maxMaxSpillBytes, "limits.max_spill_bytes")
 	if err != nil {
 		return err
+	}
+	if c.limits.MaxSpillBytes != 0 && c.limits.MaxSpillBytes < MinSpillBytes {
+		// Disk is reserved a step at a time: a smaller budget could never hold one.
+		return invalid("limits.max_spill_bytes", "must be 0 (spilling off) or at least 1048576 (one spill step)")
 	}
 	return buildFairBudget(r, &c.limits)
 }

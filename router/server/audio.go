@@ -14,6 +14,7 @@ import (
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/request"
 	"github.com/anvil-llm/anvil/router/routing"
+	"github.com/anvil-llm/anvil/router/spool"
 )
 
 // The audio routes. Speech (JSON in, audio out) is an ordinary proxy endpoint whose answer the relay
@@ -43,6 +44,11 @@ func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 		if !ok {
 			return
 		}
+		if !form.Held() {
+			// The file is still unread: a refusal before the attempt closes the connection (see
+			// openForm); relayForm hands the decision to uploadWriter.
+			c.Header("Connection", "close")
+		}
 		req, err := request.FormRequest(ep, form.Model(), form.Stream())
 		if err != nil {
 			abort(c, requestError(err))
@@ -70,7 +76,8 @@ func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*au
 	bound := time.Now().Add(g.cfg.Upstream().Timeout)
 	_ = http.NewResponseController(c.Writer).SetReadDeadline(bound)
 	cut := &cutReader{r: s.bodyReader(c, lim, bound), ctx: c.Request.Context()}
-	body := http.MaxBytesReader(c.Writer, io.NopCloser(cut), lim.MaxAudioBytes)
+	ended := &endReader{r: cut}
+	body := http.MaxBytesReader(c.Writer, io.NopCloser(ended), lim.MaxAudioBytes)
 	flim := audioform.DefaultLimits()
 	flim.MaxHeadBytes = lim.MaxBodyBytes
 	h, _ := s.callerOf(c, g)
@@ -79,10 +86,29 @@ func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*au
 		(*held).stop() // the whole form is read: nothing left to cut
 	}
 	if err != nil {
+		if !ended.end {
+			// Refused mid-body: close after the answer rather than let net/http first read up to
+			// 256 KiB more of an upload nobody wants, from a caller that may wait for the answer.
+			c.Header("Connection", "close")
+		}
 		abort(c, s.formRefused(c, err))
 		return nil, false
 	}
 	return form, true
+}
+
+// endReader records whether the caller's body reached its end.
+type endReader struct {
+	r   io.Reader
+	end bool
+}
+
+func (e *endReader) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if errors.Is(err, io.EOF) {
+		e.end = true
+	}
+	return n, err
 }
 
 // relayForm makes the one attempt with the form as a streamed body: an encoder goroutine writes the
@@ -103,6 +129,7 @@ func (s *Server) openForm(c *gin.Context, g *generation, held **heldUpload) (*au
 // cancels the connection's context, so every later request on it would begin already canceled.
 func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, ep request.Endpoint, form *audioform.Form,
 	tier config.Tier, target routing.Target) {
+	c.Writer.Header().Del("Connection") // uploadWriter and joinEncoder decide from here
 	pr, pw := io.Pipe()
 	enc := &encoder{done: make(chan error, 1)}
 	go func() {
@@ -188,18 +215,23 @@ func (w uploadWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // logging a held file the disk failed.
 func (s *Server) formRefused(c *gin.Context, err error) apiError {
 	e := formError(err)
-	if _, ok := holdRefused(err); ok && e == errInternal {
+	_, reason, held := holdRefused(err)
+	if (held || errors.Is(err, audioform.ErrHeldRead)) && e == errInternal {
 		s.log.Warn("holding an audio file failed", "request_id", requestID(c), "error", err)
 	}
 	if e == errTooSlow {
+		reason = bodyRefusedTooSlow
+	}
+	if reason != "" {
 		_, caller := s.callerOf(c, s.genOf(c))
-		s.metrics.bodyRefused(caller, bodyRefusedTooSlow)
+		s.metrics.bodyRefused(caller, reason)
 	}
 	return e
 }
 
 // formError maps a refused form: over the bound is 413, a body that could not be read is 400, every
-// form rule is its fixed 400.
+// form rule is its fixed 400; a held file the router could not hold or read back is the router's
+// (500, or 503 shutting_down when a shutdown closed the spool).
 func formError(err error) apiError {
 	var tooLarge *http.MaxBytesError
 	if errors.As(err, &tooLarge) {
@@ -208,8 +240,14 @@ func formError(err error) apiError {
 	if errors.Is(err, errUploadTooSlow) {
 		return errTooSlow
 	}
-	if e, ok := holdRefused(err); ok {
+	if e, _, ok := holdRefused(err); ok {
 		return e
+	}
+	if errors.Is(err, audioform.ErrHeldRead) {
+		if errors.Is(err, spool.ErrClosed) {
+			return errShuttingDown // the spool closed under a held file being sent
+		}
+		return errInternal // the router's disk: logged by formRefused
 	}
 	if errors.Is(err, relay.ErrShutdown) {
 		return errShuttingDown // a held upload cut by a shutdown (cutReader)

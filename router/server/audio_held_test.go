@@ -154,4 +154,5 @@ func assertHeldGiven(t *testing.T, srv *server.Server) {
 	mem, disk := srv.HeldBudgets()
 	assert.Zero(t, mem, "the in-flight body budget is given back")
 	assert.Zero(t, disk, "the spill budget is given back")
+	assert.Zero(t, srv.SpoolBytes(), "no spool file is open")
 }

@@ -14,13 +14,18 @@ const (
 	bodyRefusedShare   = "caller_share" // the caller's bodies held its share (503 caller_body_share_exhausted)
 	bodyRefusedBudget  = "budget"       // the whole budget was held (503 body_budget_exhausted)
 	bodyRefusedTooSlow = "too_slow"     // cut for the minimum upload rate (408 upload_too_slow)
+	// A held audio file's disk (limits.max_spill_bytes): the spill budget was full (503
+	// spill_budget_exhausted) or the caller's held files held its share of it (503
+	// caller_spill_share_exhausted).
+	bodyRefusedSpill      = "spill"
+	bodyRefusedSpillShare = "spill_share"
 )
 
-var bodyRefusalReasons = []string{bodyRefusedShare, bodyRefusedBudget, bodyRefusedTooSlow}
+var bodyRefusalReasons = []string{bodyRefusedShare, bodyRefusedBudget, bodyRefusedTooSlow, bodyRefusedSpill, bodyRefusedSpillShare}
 
 func newBodyRefusals() *prometheus.CounterVec {
 	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: "anvil_router_body_refusals_total",
-		Help: "Request bodies refused by the in-flight body budget or cut for the minimum upload rate, by caller and reason (caller_share, budget, too_slow)."},
+		Help: "Request bodies refused by the in-flight body budget or the spill budget, or cut for the minimum upload rate, by caller and reason (caller_share, budget, too_slow, spill, spill_share)."},
 		[]string{"caller", "reason"})
 }
 
@@ -76,4 +81,12 @@ func (h heldCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, l := range labels {
 		ch <- prometheus.MustNewConstMetric(h.desc, prometheus.GaugeValue, float64(held[l]), l)
 	}
+}
+
+// newSpoolGauge reports the bytes of held audio files on disk now (the spool's open files), 0 when
+// the spool directory is unusable.
+func newSpoolGauge(s *Server) prometheus.GaugeFunc {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "anvil_router_spool_bytes",
+		Help: "Bytes of audio files held before their model field that are on disk in the spool now."},
+		func() float64 { return float64(s.spool.Bytes()) })
 }

@@ -25,6 +25,9 @@ func (s *Server) BindMetrics() (net.Listener, error) { return s.metricsListener(
 // HeldBudgets is what the in-flight body budget and the spill budget hold now.
 func (s *Server) HeldBudgets() (memory, disk int64) { return s.bodies.inUse(), s.spills.inUse() }
 
+// SpoolBytes is what the spool's open files hold now (anvil_router_spool_bytes).
+func (s *Server) SpoolBytes() int64 { return s.spool.Bytes() }
+
 // FlushTraces exports every span ended so far (tracing on), so a test reads them without waiting
 // for the batch timeout.
 func (s *Server) FlushTraces(ctx context.Context) error {

@@ -81,7 +81,7 @@ func (s *Server) newGeneration(cfg config.Config, digest string, router *routing
 func (s *Server) applyLimits(g *generation) {
 	l := g.cfg.Limits()
 	s.bodies.setLimits(l.MaxInflightBodyBytes, callerShare(l.MaxInflightBodyBytes, l.CallerBodySharePercent, l.MaxBodyBytes, len(g.callers)))
-	s.spills.setLimits(l.MaxSpillBytes, callerShare(l.MaxSpillBytes, l.CallerBodySharePercent, l.MaxAudioBytes, len(g.callers)))
+	s.spills.setLimits(l.MaxSpillBytes, callerShare(l.MaxSpillBytes, l.CallerBodySharePercent, spillFloor(l.MaxAudioBytes), len(g.callers)))
 	s.metrics.seedCallers(g.labelSet())
 	s.metrics.usage.seed(g.cfg, g.labelSet())
 }

@@ -170,7 +170,7 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 	}
 	s.gen.Store(s.newGeneration(cfg, opts.ConfigDigest, router, client, nil))
 	s.applyLimits(s.current())
-	s.metrics.registry.MustRegister(newHeldCollector(s))
+	s.metrics.registry.MustRegister(newHeldCollector(s), newSpoolGauge(s))
 	if err := s.restoreIntent(cfg, opts.IntentFS); err != nil {
 		_ = s.Close()
 		return nil, err

@@ -93,7 +93,11 @@ func (b *Buffer) toFile(p []byte) (int, error) {
 		b.file = f
 	}
 	n, err := b.file.Write(p)
+	if errors.Is(err, os.ErrClosed) {
+		err = ErrClosed // Dir.Close closed it: a shutdown
+	}
 	b.fileSize += int64(n)
+	b.dir.bytes.Add(int64(n))
 	return n, err
 }
 
@@ -114,7 +118,7 @@ func (b *Buffer) Reader() io.Reader {
 		rs = append(rs, bytes.NewReader(c))
 	}
 	if b.file != nil {
-		rs = append(rs, io.NewSectionReader(b.file, 0, b.fileSize))
+		rs = append(rs, io.NewSectionReader(fileAt{b.file}, 0, b.fileSize))
 	}
 	return io.MultiReader(rs...)
 }
@@ -128,5 +132,17 @@ func (b *Buffer) Close() error {
 	if b.file == nil {
 		return nil
 	}
+	b.dir.bytes.Add(-b.fileSize)
 	return b.dir.release(b.file)
+}
+
+// fileAt reads a spool file, reporting a file Dir.Close closed (a shutdown) as ErrClosed.
+type fileAt struct{ f *os.File }
+
+func (r fileAt) ReadAt(p []byte, off int64) (int, error) {
+	n, err := r.f.ReadAt(p, off)
+	if errors.Is(err, os.ErrClosed) {
+		err = ErrClosed
+	}
+	return n, err
 }

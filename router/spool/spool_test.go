@@ -1,11 +1,15 @@
 package spool
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"testing"
 
@@ -88,22 +92,19 @@ func TestBufferSpills(t *testing.T) {
 	assert.True(t, b.Spilled())
 	assert.Equal(t, []int64{SpillStep, SpillStep}, asked, "disk is reserved a step at a time")
 	assert.Equal(t, int64(2*SpillStep), b.Reserved())
-	es := entries(t, d)
-	require.Len(t, es, 1)
-	info, err := es[0].Info()
+	assert.Empty(t, entries(t, d), "the spool file is unlinked at once: only its descriptor is kept")
+	info, err := b.file.Stat()
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm())
 	assert.Equal(t, int64(len(data)-100), info.Size(), "past the memory bound, on disk")
-	pid, ok := parseName(es[0].Name())
-	assert.True(t, ok, es[0].Name())
-	assert.Equal(t, os.Getpid(), pid)
+	assert.Equal(t, int64(len(data)-100), d.Bytes())
 	got, err := io.ReadAll(b.Reader())
 	require.NoError(t, err)
 	assert.Equal(t, data, got)
 	assert.Equal(t, 1, d.Live())
 	require.NoError(t, b.Close())
-	assert.Empty(t, entries(t, d), "Close removes the file")
-	assert.Zero(t, d.Live())
+	assert.Zero(t, d.Live(), "Close frees the file")
+	assert.Zero(t, d.Bytes())
 }
 
 func TestBufferRefusals(t *testing.T) {
@@ -125,10 +126,12 @@ func TestDirCloseRemovesLiveFiles(t *testing.T) {
 	b := d.NewBuffer(0, unlimited)
 	_, err := b.Write([]byte("held"))
 	require.NoError(t, err)
-	require.Len(t, entries(t, d), 1)
+	require.Equal(t, 1, d.Live())
 	require.NoError(t, d.Close())
+	assert.Zero(t, d.Live())
 	assert.Empty(t, entries(t, d))
-	assert.NoError(t, b.Close(), "a buffer whose file the directory removed closes quietly")
+	assert.NoError(t, b.Close(), "a buffer whose file the directory closed closes quietly")
+	assert.NoError(t, d.Close(), "Close again is a no-op")
 	_, err = d.NewBuffer(0, unlimited).Write([]byte("x"))
 	assert.ErrorIs(t, err, ErrClosed, "no file after Close")
 }
@@ -136,15 +139,18 @@ func TestDirCloseRemovesLiveFiles(t *testing.T) {
 func TestSweep(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), DirName)
 	require.NoError(t, os.Mkdir(dir, 0o700))
-	name := func(pid int, hex string) string { return "held-" + strconv.Itoa(pid) + "-" + hex + ".part" }
-	stale := []string{name(os.Getpid(), "0123456789abcdef"), name(4194305, "0123456789abcdef")}
-	kept := []string{name(1, "0123456789abcdef"), "held-01-0123456789abcdef.part", "held-5-0123456789ABCDEF.part",
-		"held-5-0123456789abcdef.tmp", "held-5-0123.part", "other"}
+	legacy := func(pid int, hex string) string { return "held-" + strconv.Itoa(pid) + "-" + hex + ".part" }
+	// Every file of the pattern is stale (a live router holds only descriptors), the earlier
+	// routers' PID-named files too, whatever the PID.
+	stale := []string{"held-0123456789abcdef.part", legacy(os.Getpid(), "0123456789abcdef"), legacy(1, "fedcba9876543210"),
+		legacy(4194304, "0123456789abcdef")}
+	kept := []string{"held-01-0123456789abcdef.part", "held-5-0123456789ABCDEF.part", "held-12345678-0123456789abcdef.part",
+		"held-5-0123456789abcdef.tmp", "held-5-0123.part", "held-0123456789abcde.part", "held--0123456789abcdef.part", "other"}
 	for _, n := range append(append([]string{}, stale...), kept...) {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, n), nil, 0o600))
 	}
-	require.NoError(t, os.Mkdir(filepath.Join(dir, name(os.Getpid(), "aaaaaaaaaaaaaaaa")), 0o700))
-	kept = append(kept, name(os.Getpid(), "aaaaaaaaaaaaaaaa"))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, "held-aaaaaaaaaaaaaaaa.part"), 0o700))
+	kept = append(kept, "held-aaaaaaaaaaaaaaaa.part")
 	d, removed, err := Open(dir)
 	require.NoError(t, err)
 	defer d.Close()
@@ -153,7 +159,35 @@ func TestSweep(t *testing.T) {
 	for _, e := range entries(t, d) {
 		left = append(left, e.Name())
 	}
-	assert.ElementsMatch(t, kept, left, "only regular files of the pattern, of this PID or a dead one")
+	assert.ElementsMatch(t, kept, left, "only regular files of the pattern")
+}
+
+// TestSpoolKilledLeavesNothing: a process SIGKILLed while it holds a spilled buffer leaves no file
+// in the spool directory. The test runs itself as that process.
+func TestSpoolKilledLeavesNothing(t *testing.T) {
+	if dir := os.Getenv("ANVIL_SPOOL_KILL_DIR"); dir != "" {
+		d, _, err := Open(dir)
+		require.NoError(t, err)
+		b := d.NewBuffer(0, unlimited)
+		_, err = b.Write(make([]byte, 3*SpillStep))
+		require.NoError(t, err)
+		fmt.Println("spilled")
+		select {} // until killed
+	}
+	dir := filepath.Join(t.TempDir(), DirName)
+	cmd := exec.Command(os.Args[0], "-test.run=^TestSpoolKilledLeavesNothing$")
+	cmd.Env = append(os.Environ(), "ANVIL_SPOOL_KILL_DIR="+dir)
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	require.NoError(t, err)
+	require.Equal(t, "spilled\n", line)
+	require.NoError(t, cmd.Process.Kill())
+	_ = cmd.Wait()
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, names, "nothing left behind by a killed process")
 }
 
 // TestBufferProperty: whatever the writes and the memory bound, the buffer reads back exactly what
@@ -195,5 +229,35 @@ func TestBufferProperty(t *testing.T) {
 		if d.Live() != 0 {
 			t.Fatalf("%d files left", d.Live())
 		}
+	})
+}
+
+// TestSpoolClosedUnderBuffer: a buffer whose file a shutdown's Dir.Close closed reads and writes
+// ErrClosed, so its owner can tell a shutdown from a failed disk.
+func TestSpoolClosedUnderBuffer(t *testing.T) {
+	d := openDir(t)
+	b := d.NewBuffer(4, unlimited)
+	_, err := b.Write([]byte("held on disk"))
+	require.NoError(t, err)
+	require.NoError(t, d.Close())
+	_, err = io.ReadAll(b.Reader())
+	assert.ErrorIs(t, err, ErrClosed)
+	_, err = b.Write([]byte("more"))
+	assert.ErrorIs(t, err, ErrClosed)
+	assert.NoError(t, b.Close())
+}
+
+// spoolPattern is spoolName's reference: the current names and the earlier routers' PID names.
+var spoolPattern = regexp.MustCompile(`^held-([1-9][0-9]{0,6}-)?[0-9a-f]{16}\.part$`)
+
+// FuzzSpoolName: the sweep's name check (a directory entry is outside input) agrees with the
+// reference pattern on every name.
+func FuzzSpoolName(f *testing.F) {
+	for _, s := range []string{"held-0123456789abcdef.part", "held-1-0123456789abcdef.part", "held-01-0123456789abcdef.part",
+		"held-12345678-0123456789abcdef.part", "held--0123456789abcdef.part", "held-0123456789ABCDEF.part", "other", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, name string) {
+		assert.Equal(t, spoolPattern.MatchString(name), spoolName(name), name)
 	})
 }

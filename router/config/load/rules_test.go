@@ -57,6 +57,8 @@ func TestSemanticRules(t *testing.T) {
 		{"audio too big", []edit{set("limits.max_audio_bytes", 1073741825)}, nil, "config: limits.max_audio_bytes: must be 1024-1073741824"},
 		{"spill negative", []edit{set("limits.max_spill_bytes", -1)}, nil, "config: limits.max_spill_bytes: must be 0-1099511627776"},
 		{"spill too big", []edit{set("limits.max_spill_bytes", 1099511627777)}, nil, "config: limits.max_spill_bytes: must be 0-1099511627776"},
+		{"spill under one step", []edit{set("limits.max_spill_bytes", 1<<20-1)}, nil, "config: limits.max_spill_bytes: must be 0 (spilling off) or at least 1048576 (one spill step)"},
+		{"spill tiny", []edit{set("limits.max_spill_bytes", 1)}, nil, "config: limits.max_spill_bytes: must be 0 (spilling off) or at least 1048576 (one spill step)"},
 		{"connect short", []edit{set("upstream.connect_timeout", "99ms")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"connect negative", []edit{set("upstream.connect_timeout", "-1s")}, nil, "config: upstream.connect_timeout: must be 100ms-1m"},
 		{"first byte long", []edit{set("upstream.first_byte_timeout", "61m")}, nil, "config: upstream.first_byte_timeout: must be 1s-1h"},
