@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
@@ -117,15 +118,45 @@ func operation(route string) string {
 	return ""
 }
 
-// shutdownTracer exports the spans still queued within the shutdown grace and then gives up (what is
-// left counts as dropped). Close calls it after the last handler, so every request's span is queued.
+// DefaultTraceFlushCap is the most the trace flush at shutdown takes (Options.TraceFlushCap): a
+// collector that accepts and never answers holds Provider.Shutdown for its whole context, and the
+// process managers' margins past shutdown_grace (systemd's TimeoutStopSec, the pods' ExitMargin) are
+// seconds, not another grace.
+const DefaultTraceFlushCap = 3 * time.Second
+
+func (s *Server) traceFlushCap() time.Duration {
+	if s.opts.TraceFlushCap > 0 {
+		return s.opts.TraceFlushCap
+	}
+	return DefaultTraceFlushCap
+}
+
+// fixTraceDeadline fixes, at SIGTERM (the grace's start), when the trace flush must end: the grace
+// plus the cap. Cut requests and their drain eat into it; the flush never extends it.
+func (s *Server) fixTraceDeadline(now time.Time) {
+	s.stopBy.CompareAndSwap(0, now.Add(s.current().cfg.ShutdownGrace()+s.traceFlushCap()).UnixNano())
+}
+
+// traceFlushBound is how long the flush may take now: what is left of the deadline fixed at
+// SIGTERM, at most the cap (the cap alone when Close comes without a shutdown, for embedders).
+func (s *Server) traceFlushBound(now time.Time) time.Duration {
+	bound := s.traceFlushCap()
+	if by := s.stopBy.Load(); by != 0 {
+		bound = min(bound, max(0, time.Unix(0, by).Sub(now)))
+	}
+	return bound
+}
+
+// shutdownTracer exports the spans still queued within traceFlushBound and then gives up (what is
+// left counts as dropped). Close calls it last, after the last handler and the decision log's close,
+// so every request's span is queued and no record waits on a collector.
 func (s *Server) shutdownTracer() {
 	if s.tracer == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
+	ctx, cancel := context.WithTimeout(context.Background(), s.traceFlushBound(time.Now()))
 	defer cancel()
 	if err := s.tracer.Shutdown(ctx); err != nil {
-		s.log.Warn("trace export did not finish within the shutdown grace", "dropped_spans", s.tracer.Dropped())
+		s.log.Warn("trace export did not finish within the trace flush bound", "dropped_spans", s.tracer.Dropped())
 	}
 }
