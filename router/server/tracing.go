@@ -6,6 +6,7 @@ import (
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/request"
@@ -65,6 +66,13 @@ func (s *Server) admitted(c *gin.Context) {
 	}
 }
 
+// serving keeps the served model of the tier the request was admitted to on its span.
+func (s *Server) serving(c *gin.Context, tier config.Tier) {
+	if sp := s.span(c); sp != nil {
+		sp.Serving(tier.ServedModel)
+	}
+}
+
 // propagate sets the trace context the upstream attempt carries, and marks the attempt's start.
 func (s *Server) propagate(c *gin.Context, up *relay.Upstream) {
 	if sp := s.span(c); sp != nil {
@@ -90,11 +98,7 @@ func (s *Server) endSpan(c *gin.Context, rec decisionlog.Record) {
 	if sp == nil {
 		return
 	}
-	e := tracing.End{Operation: operation(c.FullPath())}
-	if t, ok := s.genOf(c).cfg.Tier(rec.Tier); ok {
-		e.ResponseModel = t.ServedModel
-	}
-	sp.End(rec, e)
+	sp.End(rec, tracing.End{Operation: operation(c.FullPath())})
 }
 
 // refusedSpan keeps the refusal code a request was answered with on its span, if it has one.
