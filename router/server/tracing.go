@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -83,13 +84,20 @@ func (s *Server) propagate(c *gin.Context, up *relay.Upstream) {
 	up.TraceParent, up.TraceState = in.TraceParent, in.TraceState
 }
 
-// traced joins the attempt's record to the request's trace, before it is finished.
+// traced joins the attempt's record to the request's trace, before it is finished. A trace ID the
+// caller chose is outside input like its X-Request-ID: one that is or holds a configured credential
+// stays out of the record (the secret filter of callerid.go).
 func (s *Server) traced(c *gin.Context, at *routing.Attempt) {
+	var tid string
 	if sp := s.span(c); sp != nil {
-		at.Traced(sp.TraceID())
+		tid = sp.TraceID()
+	} else {
+		tid = tracing.Incoming(c.Request.Header).TraceID()
+	}
+	if tid != "" && s.genOf(c).ids.contains(tid) {
 		return
 	}
-	at.Traced(tracing.Incoming(c.Request.Header).TraceID())
+	at.Traced(tid)
 }
 
 // endSpan ends the request's span with its finished record.
@@ -101,8 +109,16 @@ func (s *Server) endSpan(c *gin.Context, rec decisionlog.Record) {
 	sp.End(rec, tracing.End{Operation: operation(c.FullPath())})
 }
 
+// tracingServers counts the servers of this process built with tracing on. abort has no server to
+// ask, so refusedSpan reads this instead: zero (tracing off everywhere, the default) returns before
+// any lookup in the request's keys.
+var tracingServers atomic.Int64
+
 // refusedSpan keeps the refusal code a request was answered with on its span, if it has one.
 func refusedSpan(c *gin.Context, code string) {
+	if tracingServers.Load() == 0 {
+		return
+	}
 	if v, ok := c.Get(ctxSpan); ok {
 		v.(*tracing.Span).Refused(code)
 	}
