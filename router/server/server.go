@@ -193,9 +193,6 @@ func newServer(cfg config.Config, opts Options, view func(capacity.Sources) capa
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.metrics.watchTracer(s.tracer)
-	if s.tracer != nil {
-		tracingServers.Add(1)
-	}
 	s.page = statuspage.New()
 	s.engine = s.routes()
 	return s, nil
