@@ -20,7 +20,8 @@ const (
 	// ReplicaMargin keeps the vLLM containers serving a moment past the router's last stream.
 	ReplicaMargin = 5 * time.Second
 	// ExitMargin follows the longest preStop sleep in the grace period: the containers' own SIGTERM
-	// shutdown and the decision sink's flush.
+	// shutdown, the decision sink's flush and the trace flush after it (at most 3 s,
+	// router/server.DefaultTraceFlushCap).
 	ExitMargin = 15 * time.Second
 	// MaxShutdownGrace is the most shutdown_grace the router accepts.
 	MaxShutdownGrace = 10 * time.Minute

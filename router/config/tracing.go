@@ -21,19 +21,22 @@ type TracingDoc struct {
 // The OpenTelemetry SDK's standard variables, read by Build through its lookup. An empty value counts
 // as unset. OTEL_SDK_DISABLED=true turns tracing off whatever the rest says.
 const (
-	EnvOTLPEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT" // overrides tracing.endpoint
-	EnvOTLPProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL" // overrides tracing.protocol
-	EnvServiceName        = "OTEL_SERVICE_NAME"           // overrides tracing.service_name
-	EnvTracesSampler      = "OTEL_TRACES_SAMPLER"         // overrides tracing.sampler
-	EnvTracesSamplerArg   = "OTEL_TRACES_SAMPLER_ARG"     // overrides tracing.sampler_arg
-	EnvResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"    // overrides tracing.resource_attributes
+	EnvOTLPEndpoint       = "OTEL_EXPORTER_OTLP_ENDPOINT"        // overrides tracing.endpoint
+	EnvOTLPTracesEndpoint = "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT" // overrides both, a traces URL used as-is
+	EnvOTLPProtocol       = "OTEL_EXPORTER_OTLP_PROTOCOL"        // overrides tracing.protocol
+	EnvOTLPTracesProtocol = "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL" // overrides both
+	EnvServiceName        = "OTEL_SERVICE_NAME"                  // overrides tracing.service_name
+	EnvTracesSampler      = "OTEL_TRACES_SAMPLER"                // overrides tracing.sampler
+	EnvTracesSamplerArg   = "OTEL_TRACES_SAMPLER_ARG"            // overrides tracing.sampler_arg
+	EnvResourceAttributes = "OTEL_RESOURCE_ATTRIBUTES"           // overrides tracing.resource_attributes
 	EnvSDKDisabled        = "OTEL_SDK_DISABLED"
 )
 
 // The tracing protocols and samplers, spelled as the OpenTelemetry specification spells them.
 const (
-	ProtocolHTTP = "http/protobuf"
-	ProtocolGRPC = "grpc"
+	ProtocolHTTP     = "http/protobuf"
+	ProtocolHTTPJSON = "http/json"
+	ProtocolGRPC     = "grpc"
 
 	DefaultServiceName = "anvil-router"
 	DefaultSampler     = "parentbased_always_on"
@@ -44,8 +47,11 @@ const maxResourceAttributes, maxResourceAttributesBytes = 64, 4096
 
 // Tracing is the validated tracing section. Tracing is on exactly when Endpoint is set.
 type Tracing struct {
-	Endpoint    string // an http or https URL without credentials; "" is tracing off
-	Protocol    string // ProtocolHTTP or ProtocolGRPC
+	Endpoint string // an http or https URL without credentials; "" is tracing off
+	// TracesURL says Endpoint came from OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: the traces URL itself,
+	// used as-is, where the others are a base URL the traces path is appended to (over HTTP).
+	TracesURL   bool
+	Protocol    string // ProtocolHTTP, ProtocolHTTPJSON or ProtocolGRPC
 	ServiceName string
 	Sampler     string  // one of Samplers()
 	SamplerArg  float64 // 0-1: the ratio of the traceidratio samplers
@@ -92,18 +98,19 @@ func buildTracing(r *TracingDoc, lookup func(string) (string, bool), c *Config) 
 		return nil
 	}
 	endpoint, path, ok := tracingValue(r.Endpoint, EnvOTLPEndpoint, lookup, "endpoint")
+	tracesURL := false
+	if v, ok2 := lookup(EnvOTLPTracesEndpoint); ok2 && v != "" {
+		endpoint, path, ok, tracesURL = v, EnvOTLPTracesEndpoint, true, true
+	}
 	if !ok {
 		return nil // off: nothing else is read
 	}
 	if !validCollectorURL(endpoint) {
 		return invalid(path, "must be an http or https URL with a host and no credentials")
 	}
-	t := Tracing{Endpoint: endpoint, Protocol: ProtocolHTTP, ServiceName: DefaultServiceName, Sampler: DefaultSampler, SamplerArg: 1}
-	if v, path, ok := tracingValue(r.Protocol, EnvOTLPProtocol, lookup, "protocol"); ok {
-		if v != ProtocolHTTP && v != ProtocolGRPC {
-			return invalid(path, "must be http/protobuf or grpc")
-		}
-		t.Protocol = v
+	t := Tracing{Endpoint: endpoint, TracesURL: tracesURL, Protocol: ProtocolHTTP, Sampler: DefaultSampler, SamplerArg: 1}
+	if err := buildProtocol(r, lookup, &t); err != nil {
+		return err
 	}
 	if v, path, ok := tracingValue(r.ServiceName, EnvServiceName, lookup, "service_name"); ok {
 		if !validLabel(v) {
@@ -120,7 +127,40 @@ func buildTracing(r *TracingDoc, lookup func(string) (string, bool), c *Config) 
 		return invalid(path, "must be key=value pairs separated by commas, at most 64, 4096 bytes in all")
 	}
 	t.ResourceAttributes = attrs
+	t.ServiceName = serviceName(t.ServiceName, attrs)
 	c.tracing = t
+	return nil
+}
+
+// serviceName is service.name in the specification's order: OTEL_SERVICE_NAME (or service_name),
+// then service.name among the resource attributes (the last one), then DefaultServiceName.
+func serviceName(set string, attrs []Attribute) string {
+	if set != "" {
+		return set
+	}
+	name := DefaultServiceName
+	for _, a := range attrs {
+		if a.Key == "service.name" && a.Value != "" {
+			name = a.Value
+		}
+	}
+	return name
+}
+
+// buildProtocol reads the protocol: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL, then
+// OTEL_EXPORTER_OTLP_PROTOCOL, then tracing.protocol.
+func buildProtocol(r *TracingDoc, lookup func(string) (string, bool), t *Tracing) error {
+	v, path, ok := tracingValue(r.Protocol, EnvOTLPProtocol, lookup, "protocol")
+	if tv, tok := lookup(EnvOTLPTracesProtocol); tok && tv != "" {
+		v, path, ok = tv, EnvOTLPTracesProtocol, true
+	}
+	if !ok {
+		return nil
+	}
+	if v != ProtocolHTTP && v != ProtocolHTTPJSON && v != ProtocolGRPC {
+		return invalid(path, "must be http/protobuf, http/json or grpc")
+	}
+	t.Protocol = v
 	return nil
 }
 

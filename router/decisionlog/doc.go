@@ -16,7 +16,7 @@
 //   - encode.go: the canonical JSONL encoding and the key=value Line formatter.
 //   - log.go: Log, a bounded ring buffer plus an optional JSONL sink.
 //   - ingest.go: ReadJSONL, strict ingestion of captured JSONL; decode.go is its
-//     token-level decoder (the authority for errors), canonical.go its fast path for
+//     token-level decoder (the authority for errors) over tokens.go's typed reader, canonical.go its fast path for
 //     the writer's own layout, errors.go the fixed error values.
 //   - summary.go: Summarize and the text/JSON summary.
 //

@@ -121,7 +121,7 @@ func worstCase(t testing.TB) Record {
 		Strategy: StrategyCapacity, Outcome: OutcomeUpstreamTransportError, Attempts: 1, Status: 502,
 		Start: t0, Duration: MaxDuration, FirstByte: MaxDuration, Queued: MaxDuration, ReplicaScheduler: &d,
 		ConfigDigest: strings.Repeat("f", ConfigDigestLen), CallerRequestID: strings.Repeat("C", ident.MaxRequestIDLength),
-		Caller: strings.Repeat("c", ident.MaxIDLength),
+		Caller: strings.Repeat("c", ident.MaxIDLength), TraceID: "4bf92f3577b34da6a3ce929d0e0e4736",
 	}
 }
 

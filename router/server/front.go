@@ -90,6 +90,7 @@ func (s *Server) resolveAdmit(c *gin.Context, g *generation, at *routing.Attempt
 			abort(c, admissionError(err))
 			return g, config.Tier{}, routing.Target{}, false
 		}
+		s.serving(c, tier) // the admitting generation's tier: a reload may have moved the walk
 		return g, tier, target, true
 	}
 }

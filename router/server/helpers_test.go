@@ -261,9 +261,16 @@ type serving struct {
 
 func serveReal(t *testing.T, yaml string) serving {
 	t.Helper()
+	return serveRealWith(t, yaml, server.Options{})
+}
+
+// serveRealWith is serveReal with the server's options (its own spool directory set here).
+func serveRealWith(t *testing.T, yaml string, opts server.Options) serving {
+	t.Helper()
 	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	srv, err := server.New(cfg, server.Options{SpoolDir: filepath.Join(t.TempDir(), "spool")})
+	opts.SpoolDir = filepath.Join(t.TempDir(), "spool")
+	srv, err := server.New(cfg, opts)
 	require.NoError(t, err)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)

@@ -105,6 +105,7 @@ func (s *Server) serveHTTP(srv *http.Server, ln net.Listener) (<-chan error, boo
 // answered.
 func (s *Server) shutdown(srv *http.Server, cut context.CancelCauseFunc) error {
 	s.logShutdownStarted(s.current().cfg.ShutdownGrace())
+	s.fixTraceDeadline(time.Now())
 	grace, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
 	err := srv.Shutdown(grace)
 	cancel()
@@ -207,13 +208,13 @@ func (s *Server) track(c *gin.Context) {
 	c.Next()
 }
 
-// Close stops the pressure workers, writes out and closes the decision log's file. It is safe to call
-// more than once.
+// Close stops the pressure workers, writes out and closes the decision log's file, then flushes the
+// spans still queued (within what is left of the shutdown deadline, at most the trace flush cap). It
+// is safe to call more than once.
 func (s *Server) Close() error {
 	s.stopWork()
 	s.background.Wait()
 	s.closePressure()
-	s.shutdownTracer()
 	err := s.decisions.Close()
 	if s.spool != nil {
 		// The last word for held audio files: any a handler still running did not remove.
@@ -229,5 +230,6 @@ func (s *Server) Close() error {
 				"after_close", st.SinkAfterClose)
 		}
 	}
+	s.shutdownTracer() // last, and bounded: a stalled collector never holds the decision log's tail
 	return err
 }

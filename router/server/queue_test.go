@@ -53,6 +53,11 @@ func newQueueRig(t *testing.T) *queueRig { return startQueueRig(t, nil) }
 // startQueueRig is newQueueRig; with a non-nil ctx the router runs its own Serve on the in-memory
 // network until ctx ends (served then receives Serve's result), so shutdown is the real one.
 func startQueueRig(t *testing.T, ctx context.Context) *queueRig {
+	return startQueueRigWith(t, ctx, queueConfig, server.Options{})
+}
+
+// startQueueRigWith is startQueueRig with its own config and server options (Dial is the rig's).
+func startQueueRigWith(t *testing.T, ctx context.Context, yaml string, opts server.Options) *queueRig {
 	rig := &queueRig{net: pipenet.New(), releases: map[string]chan struct{}{}, served: make(chan error, 1)}
 	rig.net.Serve("upstream:80", http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		// The router forwards its own request ID, never the caller's: the test's ID rides in the body,
@@ -73,9 +78,10 @@ func startQueueRig(t *testing.T, ctx context.Context) *queueRig {
 		w.Header().Set("Content-Type", "application/json")
 		_, _ = io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"ok"}}]}`)
 	}))
-	cfg, err := load.Parse([]byte(queueConfig), env)
+	cfg, err := load.Parse([]byte(yaml), env)
 	require.NoError(t, err)
-	rig.srv, err = server.New(cfg, server.Options{Dial: rig.net.Dial})
+	opts.Dial = rig.net.Dial
+	rig.srv, err = server.New(cfg, opts)
 	require.NoError(t, err)
 	if ctx != nil {
 		ln := rig.net.Listen("router:80")

@@ -52,6 +52,7 @@ type Server struct {
 	sinkFile  *os.File // the decision log's JSONL file, owned here; nil when none
 	metrics   *metrics
 	tracer    *tracing.Provider                       // nil: tracing off (tracing.go)
+	stopBy    atomic.Int64                            // unix ns the trace flush must end by; 0 before a shutdown (tracing.go)
 	view      func(capacity.Sources) capacity.Sources // test seam over every generation's sources
 	intent    *intent.Store                           // nil without intent_file: quiesce intent lives in memory only
 	kept      *intent.Kept                            // intent of scopes not configured now (kept.go)
@@ -111,6 +112,9 @@ type Options struct {
 	// SpanExporter, when set, receives the spans instead of the OTLP exporter tracing's settings
 	// describe (tracing must still be on): for tests and embedders.
 	SpanExporter sdktrace.SpanExporter
+	// TraceFlushCap bounds the trace flush at shutdown; 0 is DefaultTraceFlushCap. The flush runs
+	// last, after the decision log is closed, and never past SIGTERM + shutdown_grace + this cap.
+	TraceFlushCap time.Duration
 	// Version and Revision label anvil_router_build_info (the linker's strings, as `anvil-router
 	// version` prints them); "" reads what the Go toolchain stamped into the binary.
 	Version, Revision string

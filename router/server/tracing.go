@@ -2,9 +2,11 @@ package server
 
 import (
 	"context"
+	"time"
 
 	"github.com/gin-gonic/gin"
 
+	"github.com/anvil-llm/anvil/router/config"
 	"github.com/anvil-llm/anvil/router/decisionlog"
 	"github.com/anvil-llm/anvil/router/relay"
 	"github.com/anvil-llm/anvil/router/request"
@@ -64,6 +66,13 @@ func (s *Server) admitted(c *gin.Context) {
 	}
 }
 
+// serving keeps the served model of the tier the request was admitted to on its span.
+func (s *Server) serving(c *gin.Context, tier config.Tier) {
+	if sp := s.span(c); sp != nil {
+		sp.Serving(tier.ServedModel)
+	}
+}
+
 // propagate sets the trace context the upstream attempt carries, and marks the attempt's start.
 func (s *Server) propagate(c *gin.Context, up *relay.Upstream) {
 	if sp := s.span(c); sp != nil {
@@ -74,13 +83,20 @@ func (s *Server) propagate(c *gin.Context, up *relay.Upstream) {
 	up.TraceParent, up.TraceState = in.TraceParent, in.TraceState
 }
 
-// traced joins the attempt's record to the request's trace, before it is finished.
+// traced joins the attempt's record to the request's trace, before it is finished. A trace ID the
+// caller chose is outside input like its X-Request-ID: one that is or holds a configured credential
+// stays out of the record (the secret filter of callerid.go).
 func (s *Server) traced(c *gin.Context, at *routing.Attempt) {
+	var tid string
 	if sp := s.span(c); sp != nil {
-		at.Traced(sp.TraceID())
+		tid = sp.TraceID()
+	} else {
+		tid = tracing.Incoming(c.Request.Header).TraceID()
+	}
+	if tid != "" && s.genOf(c).ids.contains(tid) {
 		return
 	}
-	at.Traced(tracing.Incoming(c.Request.Header).TraceID())
+	at.Traced(tid)
 }
 
 // endSpan ends the request's span with its finished record.
@@ -89,14 +105,13 @@ func (s *Server) endSpan(c *gin.Context, rec decisionlog.Record) {
 	if sp == nil {
 		return
 	}
-	e := tracing.End{Operation: operation(c.FullPath())}
-	if t, ok := s.genOf(c).cfg.Tier(rec.Tier); ok {
-		e.ResponseModel = t.ServedModel
-	}
-	sp.End(rec, e)
+	sp.End(rec, tracing.End{Operation: operation(c.FullPath())})
 }
 
-// refusedSpan keeps the refusal code a request was answered with on its span, if it has one.
+// refusedSpan keeps the refusal code a request was answered with on its span, if it has one. abort
+// has no server to ask whether tracing is on (and the house rules keep process-wide state out), so
+// this is one key lookup, on the refusal path only: a request that is answered normally never
+// comes here.
 func refusedSpan(c *gin.Context, code string) {
 	if v, ok := c.Get(ctxSpan); ok {
 		v.(*tracing.Span).Refused(code)
@@ -117,15 +132,45 @@ func operation(route string) string {
 	return ""
 }
 
-// shutdownTracer exports the spans still queued within the shutdown grace and then gives up (what is
-// left counts as dropped). Close calls it after the last handler, so every request's span is queued.
+// DefaultTraceFlushCap is the most the trace flush at shutdown takes (Options.TraceFlushCap): a
+// collector that accepts and never answers holds Provider.Shutdown for its whole context, and the
+// process managers' margins past shutdown_grace (systemd's TimeoutStopSec, the pods' ExitMargin) are
+// seconds, not another grace.
+const DefaultTraceFlushCap = 3 * time.Second
+
+func (s *Server) traceFlushCap() time.Duration {
+	if s.opts.TraceFlushCap > 0 {
+		return s.opts.TraceFlushCap
+	}
+	return DefaultTraceFlushCap
+}
+
+// fixTraceDeadline fixes, at SIGTERM (the grace's start), when the trace flush must end: the grace
+// plus the cap. Cut requests and their drain eat into it; the flush never extends it.
+func (s *Server) fixTraceDeadline(now time.Time) {
+	s.stopBy.CompareAndSwap(0, now.Add(s.current().cfg.ShutdownGrace()+s.traceFlushCap()).UnixNano())
+}
+
+// traceFlushBound is how long the flush may take now: what is left of the deadline fixed at
+// SIGTERM, at most the cap (the cap alone when Close comes without a shutdown, for embedders).
+func (s *Server) traceFlushBound(now time.Time) time.Duration {
+	bound := s.traceFlushCap()
+	if by := s.stopBy.Load(); by != 0 {
+		bound = min(bound, max(0, time.Unix(0, by).Sub(now)))
+	}
+	return bound
+}
+
+// shutdownTracer exports the spans still queued within traceFlushBound and then gives up (what is
+// left counts as dropped). Close calls it last, after the last handler and the decision log's close,
+// so every request's span is queued and no record waits on a collector.
 func (s *Server) shutdownTracer() {
 	if s.tracer == nil {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.current().cfg.ShutdownGrace())
+	ctx, cancel := context.WithTimeout(context.Background(), s.traceFlushBound(time.Now()))
 	defer cancel()
 	if err := s.tracer.Shutdown(ctx); err != nil {
-		s.log.Warn("trace export did not finish within the shutdown grace", "dropped_spans", s.tracer.Dropped())
+		s.log.Warn("trace export did not finish within the trace flush bound", "dropped_spans", s.tracer.Dropped())
 	}
 }

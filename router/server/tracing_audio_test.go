@@ -35,6 +35,6 @@ func TestTraceCrossesTheHopOnAnUpload(t *testing.T) {
 	assert.Equal(t, "whisper", attrs(srv)["gen_ai.request.model"])
 	traces := rig.audio.fake.Traces()
 	require.Len(t, traces, 1)
-	assert.Equal(t, "00-"+callerTrace+"-"+hex.EncodeToString(srv.SpanId)+"-01", traces[0].TraceParent)
+	assert.Equal(t, "00-"+callerTrace+"-"+hex.EncodeToString(up.SpanId)+"-01", traces[0].TraceParent, "the upstream span is the parent")
 	assert.Equal(t, "/v1/audio/transcriptions", traces[0].Path)
 }

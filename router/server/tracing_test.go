@@ -33,8 +33,8 @@ func flush(t *testing.T, r *router) {
 
 // A streamed chat with a caller's traceparent: the router's server span joins the caller's trace,
 // with admission and upstream children and the record's bounded attributes; the member saw the
-// same trace with the router's span as its parent, the caller's tracestate and no baggage; the
-// decision record carries the trace ID; and nothing exported holds a URL, token, prompt or answer.
+// same trace with the router's upstream span as its parent, the caller's tracestate and no baggage;
+// the decision record carries the trace ID; and nothing exported holds a URL, token, prompt or answer.
 func TestTraceCrossesTheHop(t *testing.T) {
 	c := startCollector(t)
 	r, ms := tracedRouter(t, c, "parentbased_always_on")
@@ -52,9 +52,22 @@ func TestTraceCrossesTheHop(t *testing.T) {
 	assert.Equal(t, callerSpan, hex.EncodeToString(srv.ParentSpanId), "the caller's span is the parent")
 	assert.Equal(t, tracepb.Span_SPAN_KIND_SERVER, srv.Kind)
 	assert.Equal(t, srv.SpanId, adm.ParentSpanId)
-	assert.Equal(t, srv.SpanId, up.ParentSpanId)
-	assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, up.Kind)
+	assert.Equal(t, srv.SpanId, up.ParentSpanId, "the upstream attempt is the server span's child")
+	assertServerSpan(t, srv)
+	assertAdmissionSpan(t, adm)
+	assertUpstreamSpan(t, up)
+	assert.Equal(t, []string{"00-" + callerTrace + "-" + hex.EncodeToString(up.SpanId) + "-01"}, memberParents(t, ms),
+		"the member's parent is the router's upstream span")
 
+	recs := r.srv.Decisions().Recent(1)
+	require.Len(t, recs, 1)
+	assert.Equal(t, callerTrace, recs[0].TraceID)
+	planted := []string{plantedWord, callerToken, adminToken, upstreamKey, "http://", "127.0.0.1", ms[0].URL(), ms[1].URL(), c.srv.URL}
+	assertNothingPlanted(t, everyString(c.all(), c.res), planted, answerPhrases(t, answer))
+}
+
+func assertServerSpan(t *testing.T, srv *tracepb.Span) {
+	t.Helper()
 	a := attrs(srv)
 	assert.Equal(t, "/v1/chat/completions", a["http.route"])
 	assert.Equal(t, "POST", a["http.request.method"])
@@ -62,10 +75,14 @@ func TestTraceCrossesTheHop(t *testing.T) {
 	assert.Equal(t, "chat", a["gen_ai.request.model"], "the alias the caller named")
 	assert.Equal(t, servedModel, a["gen_ai.response.model"])
 	assert.Equal(t, "chat", a["gen_ai.operation.name"])
+	assert.Equal(t, "openai", a["gen_ai.provider.name"])
 	assert.Equal(t, "12", a["gen_ai.usage.output_tokens"])
 	assert.NotEmpty(t, a["gen_ai.usage.input_tokens"])
 	assert.Equal(t, "success", a["anvil.outcome"])
+}
 
+func assertAdmissionSpan(t *testing.T, adm *tracepb.Span) {
+	t.Helper()
 	d := attrs(adm)
 	assert.Equal(t, "replicas", d["anvil.tier"])
 	assert.Equal(t, "capacity", d["anvil.strategy"])
@@ -75,13 +92,22 @@ func TestTraceCrossesTheHop(t *testing.T) {
 	assert.Equal(t, "4", d["anvil.score.local_capacity"])
 	assert.Contains(t, d, "anvil.score.freshness")
 	assert.Contains(t, d, "anvil.score.rotating_rank")
-	u := attrs(up)
-	assert.Equal(t, "success", u["anvil.upstream.outcome"])
+}
+
+func assertUpstreamSpan(t *testing.T, up *tracepb.Span) {
+	t.Helper()
+	assert.Equal(t, tracepb.Span_SPAN_KIND_CLIENT, up.Kind)
+	assert.Equal(t, "success", attrs(up)["anvil.upstream.outcome"])
 	require.Len(t, up.Events, 1)
 	assert.Equal(t, "anvil.upstream.first_byte", up.Events[0].Name)
 	assert.LessOrEqual(t, up.StartTimeUnixNano, up.Events[0].TimeUnixNano)
 	assert.LessOrEqual(t, up.Events[0].TimeUnixNano, up.EndTimeUnixNano)
+}
 
+// memberParents is every traceparent the members received; each came with the caller's tracestate
+// and without baggage.
+func memberParents(t *testing.T, ms []*member) []string {
+	t.Helper()
 	var seen []string
 	for _, m := range ms {
 		for _, tr := range m.fake.Traces() {
@@ -90,19 +116,17 @@ func TestTraceCrossesTheHop(t *testing.T) {
 			assert.False(t, tr.Baggage, "baggage never crosses the hop")
 		}
 	}
-	assert.Equal(t, []string{"00-" + callerTrace + "-" + hex.EncodeToString(srv.SpanId) + "-01"}, seen,
-		"the member's parent is the router's span")
+	return seen
+}
 
-	recs := r.srv.Decisions().Recent(1)
-	require.Len(t, recs, 1)
-	assert.Equal(t, callerTrace, recs[0].TraceID)
-
-	planted := []string{plantedWord, callerToken, adminToken, upstreamKey, "http://", "127.0.0.1", ms[0].URL(), ms[1].URL(), c.srv.URL}
-	for _, s := range everyString(c.all(), c.res) {
+// assertNothingPlanted checks no exported string holds a planted value or a phrase of the answer.
+func assertNothingPlanted(t *testing.T, exported, planted, phrases []string) {
+	t.Helper()
+	for _, s := range exported {
 		for _, p := range planted {
 			assert.NotContains(t, s, p)
 		}
-		for _, w := range answerPhrases(t, answer) {
+		for _, w := range phrases {
 			assert.NotContains(t, s, w, "the answer's text is never exported")
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"net/url"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
@@ -31,13 +32,17 @@ import (
 	"github.com/anvil-llm/anvil/router/config"
 )
 
-// The batch processor's bounds, fixed here (not read from OTEL_BSP_*) because the drop count depends
-// on them: at most QueueSpans spans wait for export; past that a finished span is dropped and counted.
+// The batch processor's settings, every one passed explicitly so no OTEL_BSP_* variable changes them:
+// the drop count depends on the bounds (at most QueueSpans spans wait for export; past that a
+// finished span is dropped and counted), and an export without its timeout (OTEL_BSP_EXPORT_TIMEOUT=0
+// means none) would hold the one export goroutine on a stalled collector for good.
 const (
-	QueueSpans = 2048
-	BatchSpans = 512
-	scopeName  = "github.com/anvil-llm/anvil/router"
-	tracesPath = "/v1/traces"
+	QueueSpans    = 2048
+	BatchSpans    = 512
+	ScheduleDelay = 5 * time.Second  // the specification's default
+	ExportTimeout = 30 * time.Second // the specification's default
+	scopeName     = "github.com/anvil-llm/anvil/router"
+	tracesPath    = "/v1/traces"
 )
 
 // ErrExporter is returned by New when the exporter cannot be built; it names nothing of the settings.
@@ -49,6 +54,14 @@ type Provider struct {
 	sdk    *sdktrace.TracerProvider
 	tracer trace.Tracer
 	gate   *gate
+}
+
+// newProcessor is the batch processor in front of exp, with every setting explicit. Never
+// WithBlocking: a full queue drops.
+func newProcessor(exp sdktrace.SpanExporter) sdktrace.SpanProcessor {
+	return sdktrace.NewBatchSpanProcessor(exp, sdktrace.WithMaxQueueSize(QueueSpans),
+		sdktrace.WithMaxExportBatchSize(BatchSpans), sdktrace.WithBatchTimeout(ScheduleDelay),
+		sdktrace.WithExportTimeout(ExportTimeout))
 }
 
 // Options are New's dependencies beside the settings.
@@ -72,16 +85,22 @@ func New(ctx context.Context, cfg config.Tracing, opts Options) (*Provider, erro
 		}
 	}
 	g := &gate{limit: QueueSpans}
-	g.next = sdktrace.NewBatchSpanProcessor(counted{exp, g}, sdktrace.WithMaxQueueSize(QueueSpans),
-		sdktrace.WithMaxExportBatchSize(BatchSpans)) // never WithBlocking: a full queue drops
-	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(g), sdktrace.WithResource(newResource(cfg, opts.Version)),
+	res := newResource(cfg, opts.Version)
+	g.next = newProcessor(counted{exp, g, res})
+	// WithResource merges the SDK's environment detector (the process's OTEL_RESOURCE_ATTRIBUTES and
+	// OTEL_SERVICE_NAME, read directly) under res; counted exports res alone, so only the settings'
+	// lookup counts.
+	sdk := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(g), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sampler(cfg)))
 	return &Provider{sdk: sdk, tracer: sdk.Tracer(scopeName), gate: g}, nil
 }
 
-// newExporter is the OTLP exporter of cfg. The endpoint is a base URL, as OTEL_EXPORTER_OTLP_ENDPOINT
-// is: over HTTP the traces path is appended; over gRPC only its host and scheme count (http means no
-// TLS). Headers, timeout and certificates come from the exporter's own OTEL_EXPORTER_OTLP_* variables.
+// newExporter is the OTLP exporter of cfg, its endpoint and protocol passed explicitly (they win
+// over the exporter's own reading of OTEL_EXPORTER_OTLP_*ENDPOINT and *PROTOCOL, which config
+// already resolved). A base URL (OTEL_EXPORTER_OTLP_ENDPOINT, tracing.endpoint) gets the traces path
+// appended over HTTP; a traces URL (OTEL_EXPORTER_OTLP_TRACES_ENDPOINT) is used as-is, "/" when it
+// has no path. Over gRPC only the host and scheme count (http means no TLS). Headers, timeout and
+// certificates come from the exporter's own OTEL_EXPORTER_OTLP_* variables.
 func newExporter(ctx context.Context, cfg config.Tracing) (sdktrace.SpanExporter, error) {
 	u, err := url.Parse(cfg.Endpoint)
 	if err != nil {
@@ -91,16 +110,27 @@ func newExporter(ctx context.Context, cfg config.Tracing) (sdktrace.SpanExporter
 		u.Path = ""
 		return otlptracegrpc.New(ctx, otlptracegrpc.WithEndpointURL(u.String()))
 	}
-	u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
-	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u.String()))
+	switch {
+	case !cfg.TracesURL:
+		u.Path = strings.TrimSuffix(u.Path, "/") + tracesPath
+	case u.Path == "":
+		u.Path = "/"
+	}
+	enc := otlptracehttp.EncodingProtobuf
+	if cfg.Protocol == config.ProtocolHTTPJSON {
+		enc = otlptracehttp.EncodingJSON
+	}
+	return otlptracehttp.New(ctx, otlptracehttp.WithEndpointURL(u.String()), otlptracehttp.WithEncoding(enc))
 }
 
-// newResource is the service: its name, version and the configured attributes. The SDK's own
-// environment detectors are not used, so the resource is exactly what the settings say.
+// newResource is the service: its name, version and the configured attributes, built from the
+// settings alone (no detector), so the resource is exactly what the settings say. cfg.ServiceName
+// already follows the specification's order (config: OTEL_SERVICE_NAME, then service.name in the
+// resource attributes, then the default).
 func newResource(cfg config.Tracing, version string) *resource.Resource {
 	attrs := make([]attribute.KeyValue, 0, len(cfg.ResourceAttributes)+2)
 	for _, a := range cfg.ResourceAttributes {
-		if a.Key != string(semconv.ServiceNameKey) { // OTEL_SERVICE_NAME wins, as the specification says
+		if a.Key != string(semconv.ServiceNameKey) { // the one service.name is cfg.ServiceName
 			attrs = append(attrs, attribute.String(a.Key, a.Value))
 		}
 	}
@@ -146,14 +176,17 @@ func (p *Provider) Shutdown(ctx context.Context) error {
 
 // gate sits in front of the batch processor and counts what it drops. It admits a sampled span only
 // while fewer than limit admitted spans are still unexported, so the processor's own queue (of the
-// same size) never fills and never drops uncounted; the counted exporter marks spans done.
+// same size) never fills and never drops uncounted; the counted exporter marks spans done. state
+// holds the unexported count and, in closedBit, whether close has counted them: every transition
+// is one compare-and-swap, so a span is counted by done or by close, never both.
 type gate struct {
 	next    sdktrace.SpanProcessor
 	limit   int64
-	pending atomic.Int64
+	state   atomic.Int64
 	dropped atomic.Uint64
-	closed  atomic.Bool
 }
+
+const closedBit = int64(1) << 62
 
 func (g *gate) OnStart(ctx context.Context, s sdktrace.ReadWriteSpan) { g.next.OnStart(ctx, s) }
 
@@ -161,12 +194,15 @@ func (g *gate) OnEnd(s sdktrace.ReadOnlySpan) {
 	if !s.SpanContext().IsSampled() {
 		return
 	}
-	if g.closed.Load() || g.pending.Add(1) > g.limit {
-		if !g.closed.Load() {
-			g.pending.Add(-1)
+	for {
+		v := g.state.Load()
+		if v&closedBit != 0 || v >= g.limit {
+			g.dropped.Add(1)
+			return
 		}
-		g.dropped.Add(1)
-		return
+		if g.state.CompareAndSwap(v, v+1) {
+			break
+		}
 	}
 	g.next.OnEnd(s)
 }
@@ -176,35 +212,57 @@ func (g *gate) ForceFlush(ctx context.Context) error { return g.next.ForceFlush(
 
 // close counts the spans still unexported once the processor has stopped.
 func (g *gate) close() {
-	if g.closed.Swap(true) {
-		return
-	}
-	if left := g.pending.Swap(0); left > 0 {
-		g.dropped.Add(uint64(left))
-	}
-}
-
-// done marks n admitted spans as exported or lost.
-func (g *gate) done(n int, failed bool) {
-	if g.closed.Load() {
-		return // close already counted them
-	}
-	g.pending.Add(-int64(n))
-	if failed {
-		g.dropped.Add(uint64(n))
+	for {
+		v := g.state.Load()
+		if v&closedBit != 0 {
+			return
+		}
+		if g.state.CompareAndSwap(v, closedBit) {
+			g.dropped.Add(uint64(v))
+			return
+		}
 	}
 }
 
-// counted is the exporter behind the gate. It reports every export as a success to the processor:
-// the failure is counted here, and the SDK's global error handler (which would print the
-// exporter's text, the collector's address included) never sees it.
+// done marks n admitted spans as exported, lost of them lost.
+func (g *gate) done(n, lost int) {
+	for {
+		v := g.state.Load()
+		if v&closedBit != 0 {
+			return // close already counted them
+		}
+		if g.state.CompareAndSwap(v, v-int64(n)) {
+			g.dropped.Add(uint64(lost))
+			return
+		}
+	}
+}
+
+// counted is the exporter behind the gate. It exports the spans with the settings' resource (not
+// the SDK's environment-merged one) and reports every export as a success to the processor: the
+// failure is counted here, and the SDK's global error handler (which would print the exporter's
+// text, the collector's address included) never sees it.
 type counted struct {
 	sdktrace.SpanExporter
-	g *gate
+	g   *gate
+	res *resource.Resource
 }
 
 func (c counted) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	err := c.SpanExporter.ExportSpans(ctx, spans)
-	c.g.done(len(spans), err != nil)
+	wrapped, out := make([]resourced, len(spans)), make([]sdktrace.ReadOnlySpan, len(spans))
+	for i, s := range spans {
+		wrapped[i] = resourced{s, c.res}
+		out[i] = &wrapped[i]
+	}
+	err := c.SpanExporter.ExportSpans(ctx, out)
+	c.g.done(len(spans), lost(err, len(spans)))
 	return nil
 }
+
+// resourced is a span with the settings' resource.
+type resourced struct {
+	sdktrace.ReadOnlySpan
+	res *resource.Resource
+}
+
+func (r *resourced) Resource() *resource.Resource { return r.res }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/anvil-llm/anvil/router/config"
@@ -86,6 +87,15 @@ func TestStalledCollectorDropsAndNeverBlocks(t *testing.T) {
 // A collector that refuses a batch: its spans count as dropped, and the exporter's text (which names
 // the collector) never reaches the SDK's global error handler.
 func TestRefusedExportCounts(t *testing.T) {
+	var handled []error
+	var mu sync.Mutex
+	prev := otel.GetErrorHandler()
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		handled = append(handled, err)
+	}))
+	t.Cleanup(func() { otel.SetErrorHandler(prev) })
 	exp := &stalled{fail: true}
 	p := newTest(t, exp)
 	endSpans(p, 5)
@@ -93,6 +103,9 @@ func TestRefusedExportCounts(t *testing.T) {
 	assert.Equal(t, uint64(5), p.Dropped())
 	require.NoError(t, p.Shutdown(t.Context()))
 	assert.Equal(t, uint64(5), p.Dropped())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, handled, "the exporter's text never reaches the global error handler")
 }
 
 // Unsampled spans are neither queued nor counted, and still carry a traceparent to forward.

@@ -19,9 +19,13 @@ import (
 // server as the walk passes them. Its attributes are the decision record's bounded metadata: IDs,
 // enums and numbers, never a URL, an address, a credential, a prompt or a response.
 type Span struct {
-	span                          trace.Span
-	admitStart, admitEnd, upStart time.Time
-	refusal                       string
+	span                 trace.Span
+	tracer               trace.Tracer // the provider's, kept: no provider lookup (and its mutex) per child
+	up                   trace.Span   // the upstream attempt's child, live from its start; nil before
+	admitStart, admitEnd time.Time
+	upStart              time.Time
+	refusal              string
+	served               string // the served model of the tier the request was admitted to
 }
 
 // Start begins the server span of a request that arrived at now, the child of the caller's trace
@@ -32,7 +36,7 @@ func (p *Provider) Start(ctx context.Context, h http.Header, method, route strin
 	}
 	_, span := p.tracer.Start(ctx, method+" "+route, trace.WithSpanKind(trace.SpanKindServer), trace.WithTimestamp(now),
 		trace.WithAttributes(semconv.HTTPRequestMethodKey.String(method), semconv.HTTPRoute(route)))
-	return &Span{span: span}
+	return &Span{span: span, tracer: p.tracer}
 }
 
 // remote is the caller's span context; the parser already checked every digit.
@@ -58,11 +62,24 @@ func (s *Span) Admitted(now time.Time) { s.admitEnd = now }
 // Refused keeps the refusal code the caller was answered with.
 func (s *Span) Refused(code string) { s.refusal = code }
 
-// Upstream marks the start of the upstream attempt at now and returns the trace context to send the
-// member: this span as its parent, the caller's tracestate kept.
+// Serving keeps the served model of the tier the request was admitted to (after a reload raced its
+// admission, the admitting generation's, not the arrival's): gen_ai.response.model.
+func (s *Span) Serving(model string) { s.served = model }
+
+// Upstream starts the upstream attempt's child span at now, live, and returns the trace context to
+// send the member: that child as its parent (so the member's spans nest under the attempt), the
+// caller's tracestate kept. An unsampled request starts no child: nothing of it is exported, and the
+// member gets the server span's context with its flags.
 func (s *Span) Upstream(now time.Time) (traceparent, tracestate string) {
-	s.upStart = now
 	sc := s.span.SpanContext()
+	if s.span.IsRecording() {
+		if s.up == nil {
+			s.upStart = now
+			ctx := trace.ContextWithSpan(context.Background(), s.span)
+			_, s.up = s.tracer.Start(ctx, "anvil.upstream", trace.WithTimestamp(now), trace.WithSpanKind(trace.SpanKindClient))
+		}
+		sc = s.up.SpanContext()
+	}
 	return "00-" + sc.TraceID().String() + "-" + sc.SpanID().String() + "-" + sc.TraceFlags().String(), sc.TraceState().String()
 }
 
@@ -71,9 +88,12 @@ func (s *Span) TraceID() string { return s.span.SpanContext().TraceID().String()
 
 // End is what the record alone cannot say about a request.
 type End struct {
-	ResponseModel string // the tier's served model: the model the member was asked for
-	Operation     string // gen_ai.operation.name; "" when the endpoint has none
+	Operation string // gen_ai.operation.name; "" when the endpoint has none
 }
+
+// ProviderName is gen_ai.provider.name on a span with a gen_ai.operation.name: the telemetry flavour
+// of the API the router serves (OpenAI's), whatever engine the member runs.
+const ProviderName = "openai"
 
 // End ends the span at the record's end, with the record's attributes and, for an admitted request,
 // the admission and upstream children. A refusal is the one span, with its refusal code.
@@ -83,7 +103,7 @@ func (s *Span) End(rec decisionlog.Record, e End) {
 		return
 	}
 	end := rec.Start.Add(rec.Duration)
-	attrs := requestAttributes(rec, e)
+	attrs := requestAttributes(rec, e, s.served)
 	admitted := rec.Outcome.Admitted() && !s.admitEnd.IsZero()
 	if !admitted {
 		attrs = append(attrs, admissionAttributes(rec)...)
@@ -98,24 +118,24 @@ func (s *Span) End(rec decisionlog.Record, e End) {
 	if admitted {
 		s.admission(rec)
 	}
-	if admitted && rec.Attempts == 1 && !s.upStart.IsZero() {
+	if s.up != nil { // started live: the member's spans name it as their parent, so it always ends
 		s.upstream(rec, end)
 	}
 	s.span.End(trace.WithTimestamp(end))
 }
 
-func requestAttributes(rec decisionlog.Record, e End) []attribute.KeyValue {
+func requestAttributes(rec decisionlog.Record, e End, served string) []attribute.KeyValue {
 	attrs := make([]attribute.KeyValue, 0, 20)
 	attrs = append(attrs, semconv.HTTPResponseStatusCode(rec.Status), attribute.String("anvil.request_id", rec.RequestID),
 		attribute.String("anvil.outcome", string(rec.Outcome)))
 	if e.Operation != "" {
-		attrs = append(attrs, semconv.GenAIOperationNameKey.String(e.Operation))
+		attrs = append(attrs, semconv.GenAIOperationNameKey.String(e.Operation), semconv.GenAIProviderNameKey.String(ProviderName))
 	}
 	if rec.Alias != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(rec.Alias))
 	}
-	if rec.Attempts == 1 && e.ResponseModel != "" {
-		attrs = append(attrs, semconv.GenAIResponseModel(e.ResponseModel))
+	if rec.Attempts == 1 && served != "" {
+		attrs = append(attrs, semconv.GenAIResponseModel(served))
 	}
 	if rec.Usage.Reported {
 		attrs = append(attrs, semconv.GenAIUsageInputTokens(int(rec.Usage.Prompt)), semconv.GenAIUsageOutputTokens(int(rec.Usage.Completion)))
@@ -174,7 +194,7 @@ func decisionAttributes(d scheduler.Decision) []attribute.KeyValue {
 // admission is the child span of the admission, its queue wait an event.
 func (s *Span) admission(rec decisionlog.Record) {
 	ctx := trace.ContextWithSpan(context.Background(), s.span)
-	_, child := s.span.TracerProvider().Tracer(scopeName).Start(ctx, "anvil.admission", trace.WithTimestamp(s.admitStart),
+	_, child := s.tracer.Start(ctx, "anvil.admission", trace.WithTimestamp(s.admitStart),
 		trace.WithAttributes(admissionAttributes(rec)...))
 	if rec.Queued > 0 {
 		child.AddEvent("anvil.admission.queued", trace.WithTimestamp(s.admitEnd.Add(-rec.Queued)))
@@ -182,13 +202,12 @@ func (s *Span) admission(rec decisionlog.Record) {
 	child.End(trace.WithTimestamp(s.admitEnd))
 }
 
-// upstream is the child span of the one upstream attempt: its first byte an event, its outcome and
-// status attributes.
+// upstream ends the upstream attempt's child, started live by Upstream: its first byte an event, its
+// outcome and status attributes.
 func (s *Span) upstream(rec decisionlog.Record, end time.Time) {
-	ctx := trace.ContextWithSpan(context.Background(), s.span)
-	_, child := s.span.TracerProvider().Tracer(scopeName).Start(ctx, "anvil.upstream", trace.WithTimestamp(s.upStart),
-		trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attribute.String("anvil.member", rec.Member),
-			attribute.String("anvil.upstream.outcome", string(rec.Outcome)), semconv.HTTPResponseStatusCode(rec.Status)))
+	child := s.up
+	child.SetAttributes(attribute.String("anvil.member", rec.Member),
+		attribute.String("anvil.upstream.outcome", string(rec.Outcome)), semconv.HTTPResponseStatusCode(rec.Status))
 	if rec.FirstByte > 0 {
 		child.AddEvent("anvil.upstream.first_byte", trace.WithTimestamp(s.upStart.Add(rec.FirstByte)))
 	}

@@ -52,6 +52,34 @@ func TestTracingSettings(t *testing.T) {
 		"the variable alone turns tracing on")
 }
 
+// The per-signal variables win over the general ones and the section; a traces endpoint is marked
+// to be used as-is. service.name follows the specification: OTEL_SERVICE_NAME, then service.name in
+// the resource attributes, then the default.
+func TestTracingPrecedence(t *testing.T) {
+	env := func(kv ...string) map[string]string {
+		m := map[string]string{config.EnvAPIToken: callerTok}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return m
+	}
+	yaml := "tracing:\n  endpoint: http://yaml:4318\n  protocol: grpc\n  resource_attributes: service.name=from-attrs,a=1\n"
+	tr := mustParse(t, tracingDoc(yaml), env(config.EnvOTLPEndpoint, "http://base:4318", config.EnvOTLPTracesEndpoint, "http://traces:4318/custom",
+		config.EnvOTLPProtocol, "grpc", config.EnvOTLPTracesProtocol, "http/json")).Tracing()
+	assert.Equal(t, "http://traces:4318/custom", tr.Endpoint)
+	assert.True(t, tr.TracesURL, "a traces endpoint is used as-is")
+	assert.Equal(t, config.ProtocolHTTPJSON, tr.Protocol)
+	assert.Equal(t, "from-attrs", tr.ServiceName, "service.name among the attributes beats the default")
+
+	tr = mustParse(t, tracingDoc(yaml), env(config.EnvServiceName, "from-env")).Tracing()
+	assert.Equal(t, "from-env", tr.ServiceName, "OTEL_SERVICE_NAME beats the attributes")
+	assert.False(t, tr.TracesURL)
+	assert.Equal(t, config.ProtocolGRPC, tr.Protocol)
+	assert.Equal(t, config.DefaultServiceName, mustParse(t, tracingDoc("tracing:\n  endpoint: http://c\n"), env()).Tracing().ServiceName)
+	assert.True(t, mustParse(t, tracingDoc(""), env(config.EnvOTLPTracesEndpoint, "http://c:4318/v1/traces")).Tracing().Enabled(),
+		"the traces variable alone turns tracing on")
+}
+
 func TestTracingRefusals(t *testing.T) {
 	cases := []struct {
 		name, yaml string
@@ -61,7 +89,9 @@ func TestTracingRefusals(t *testing.T) {
 		{"credentials in the endpoint", "tracing:\n  endpoint: http://user:" + callerTok + "@c:4318\n", nil, "tracing.endpoint"},
 		{"not http", "tracing:\n  endpoint: ftp://c\n", nil, "tracing.endpoint"},
 		{"variable endpoint", "", map[string]string{config.EnvOTLPEndpoint: "c:4318"}, config.EnvOTLPEndpoint},
-		{"protocol", "tracing:\n  endpoint: http://c\n  protocol: http/json\n", nil, "tracing.protocol"},
+		{"protocol", "tracing:\n  endpoint: http://c\n  protocol: http/xml\n", nil, "tracing.protocol"},
+		{"traces protocol", "tracing:\n  endpoint: http://c\n", map[string]string{config.EnvOTLPTracesProtocol: "thrift"}, config.EnvOTLPTracesProtocol},
+		{"traces endpoint", "tracing:\n  endpoint: http://c\n", map[string]string{config.EnvOTLPTracesEndpoint: "c:4318"}, config.EnvOTLPTracesEndpoint},
 		{"sampler", "tracing:\n  endpoint: http://c\n  sampler: jaeger_remote\n", nil, "tracing.sampler"},
 		{"ratio", "tracing:\n  endpoint: http://c\n  sampler_arg: 1.5\n", nil, "tracing.sampler_arg"},
 		{"variable ratio", "tracing:\n  endpoint: http://c\n", map[string]string{config.EnvTracesSamplerArg: "half"}, config.EnvTracesSamplerArg},
