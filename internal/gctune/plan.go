@@ -24,6 +24,11 @@ const (
 	DefaultLimitedGCPercent = 400
 )
 
+// MinMemoryLimit is the lowest soft limit a share of the container's limit yields (and the lowest
+// runtime.memory_limit_bytes the config takes): below 32 MiB the router's own base does not fit, and
+// the collector would run without pause. A container smaller than it gets its own limit.
+const MinMemoryLimit = 32 << 20
+
 // DefaultMemoryLimitPercent is the share of the container's memory limit the soft limit takes: the
 // rest is room for what the Go runtime does not count (thread stacks outside the heap, the binary).
 const DefaultMemoryLimitPercent = 90
@@ -45,6 +50,10 @@ type Plan struct {
 	SetMemoryLimit bool
 	MemoryLimit    int64 // the value to set, in bytes (0 with SourceEnv and SourceNone)
 	LimitSource    string
+	// LimitClamped: runtime.memory_limit_bytes was above the container's limit, so MemoryLimit is
+	// the container's limit instead (a soft limit the kernel kills before is no limit); the shell
+	// logs it.
+	LimitClamped bool
 }
 
 // Decide applies the rule: an environment variable always wins for its own setting (the runtime
@@ -79,9 +88,13 @@ func decideLimit(in Inputs) Plan {
 		p.LimitSource = SourceEnv
 	case in.MemoryLimitBytes > 0:
 		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, in.MemoryLimitBytes, SourceConfig
+		if in.CgroupLimit > 0 && in.MemoryLimitBytes > in.CgroupLimit {
+			p.MemoryLimit, p.LimitClamped = in.CgroupLimit, true
+		}
 	case in.CgroupLimit > 0:
 		// Divide first: a limit near MaxInt64 must not overflow.
-		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, in.CgroupLimit/100*share+in.CgroupLimit%100*share/100, SourceCgroup
+		derived := max(in.CgroupLimit/100*share+in.CgroupLimit%100*share/100, MinMemoryLimit)
+		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, min(derived, in.CgroupLimit), SourceCgroup
 	default:
 		p.LimitSource = SourceNone
 	}

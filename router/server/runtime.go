@@ -26,6 +26,11 @@ func ApplyRuntime(rt config.Runtime, log *slog.Logger) gctune.Plan {
 	if runtime.GOOS == "linux" { // cgroups are Linux's; elsewhere there is nothing to read or warn of
 		container = cgroupLimit(readProcFile, log)
 	}
+	return applyPlan(rt, log, container)
+}
+
+// applyPlan is ApplyRuntime once the container's limit (0 for none) is known.
+func applyPlan(rt config.Runtime, log *slog.Logger, container int64) gctune.Plan {
 	plan := gctune.Decide(gctune.Inputs{
 		EnvGOGC: os.Getenv("GOGC"), EnvGOMEMLIMIT: os.Getenv("GOMEMLIMIT"),
 		GCPercent: rt.GCPercent, MemoryLimitBytes: rt.MemoryLimitBytes, MemoryLimitPercent: rt.MemoryLimitPercent,
@@ -33,6 +38,10 @@ func ApplyRuntime(rt config.Runtime, log *slog.Logger) gctune.Plan {
 	})
 	if plan.SetGCPercent {
 		debug.SetGCPercent(plan.GCPercent)
+	}
+	if plan.LimitClamped {
+		log.LogAttrs(context.Background(), slog.LevelWarn, "runtime.memory_limit_bytes is above the container's memory limit: the container's limit is used",
+			slog.Int64("memory_limit_bytes", rt.MemoryLimitBytes), slog.Int64("container_memory_limit_bytes", container))
 	}
 	if plan.SetMemoryLimit {
 		debug.SetMemoryLimit(plan.MemoryLimit)

@@ -99,3 +99,16 @@ func TestApplyRuntime(t *testing.T) {
 	assert.Equal(t, 100, debug.SetGCPercent(100), "the environment wins")
 	assert.Contains(t, buf.String(), "gc_percent=100 gc_percent_source=environment")
 }
+
+// TestApplyRuntimeClamps: a configured limit above the container's is clamped to it, and the log says so.
+func TestApplyRuntimeClamps(t *testing.T) {
+	before, limitBefore := debug.SetGCPercent(100), debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetGCPercent(before); debug.SetMemoryLimit(limitBefore) })
+	t.Setenv("GOGC", "")
+	t.Setenv("GOMEMLIMIT", "")
+	var buf bytes.Buffer
+	plan := applyPlan(config.Runtime{MemoryLimitBytes: 2 << 30, MemoryLimitPercent: 90}, slog.New(slog.NewTextHandler(&buf, nil)), 1<<30)
+	assert.True(t, plan.LimitClamped)
+	assert.Equal(t, int64(1<<30), debug.SetMemoryLimit(-1))
+	assert.Contains(t, buf.String(), `level=WARN msg="runtime.memory_limit_bytes is above the container's memory limit: the container's limit is used" memory_limit_bytes=2147483648 container_memory_limit_bytes=1073741824`)
+}
