@@ -59,8 +59,9 @@ type Mounts struct {
 }
 
 // ParseMountinfo reads /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT POINT OPTIONS [TAGS...] - FSTYPE
-// SOURCE SUPEROPTIONS". The first mount of each kind counts. Octal escapes (\040 for a space) in ROOT and
-// POINT are decoded; both must be absolute.
+// SOURCE SUPEROPTIONS". The first mount of each kind counts; other file systems are skipped unread
+// (an nsfs mount's ROOT is "net:[INODE]", not a path). Octal escapes (\040 for a space) in a cgroup
+// mount's ROOT and POINT are decoded; both must be absolute.
 func ParseMountinfo(data []byte) (Mounts, error) {
 	var m Mounts
 	for line := range bytes.SplitSeq(data, []byte("\n")) {
@@ -72,14 +73,18 @@ func ParseMountinfo(data []byte) (Mounts, error) {
 		if !ok || len(f) < 6 || len(t) < 3 {
 			return Mounts{}, ErrCgroupFile
 		}
+		unified := t[0] == "cgroup2" && m.Unified == nil
+		memoryV1 := t[0] == "cgroup" && m.MemoryV1 == nil && hasField(t[2], "memory")
+		if !unified && !memoryV1 {
+			continue // another file system: its root need not be a path (nsfs's is "net:[4026532615]")
+		}
 		mount := &Mount{Root: unescapeOctal(f[3]), Point: unescapeOctal(f[4])}
 		if !strings.HasPrefix(mount.Point, "/") || !strings.HasPrefix(mount.Root, "/") {
 			return Mounts{}, ErrCgroupFile
 		}
-		switch {
-		case t[0] == "cgroup2" && m.Unified == nil:
+		if unified {
 			m.Unified = mount
-		case t[0] == "cgroup" && m.MemoryV1 == nil && hasField(t[2], "memory"):
+		} else {
 			m.MemoryV1 = mount
 		}
 	}

@@ -54,7 +54,16 @@ func TestParseMountinfo(t *testing.T) {
 	assert.Equal(t, &Mount{Root: "/docker/abc", Point: "/sys/fs/my cgroup"}, m.Unified)
 	assert.Nil(t, m.MemoryV1)
 
-	for _, bad := range []string{"1 0 0:1 / /x rw\n", "1 0 0:1 / /x rw - cgroup2\n", "short - a b c\n", "1 0 0:1 / rel rw - cgroup2 c rw\n"} {
+	// Network namespaces (ip netns, Docker's /run/docker/netns) are nsfs mounts whose root is no path:
+	// skipped, they must not hide the cgroup mounts.
+	m, err = ParseMountinfo([]byte("612 29 0:4 net:[4026532615] /run/docker/netns/1f2e3d rw - nsfs nsfs rw\n" +
+		"613 29 0:4 net:[4026532700] /run/netns/blue rw shared:5 - nsfs nsfs rw\n" + hybridMountinfo))
+	require.NoError(t, err)
+	assert.Equal(t, &Mount{Root: "/", Point: "/sys/fs/cgroup/unified"}, m.Unified)
+	assert.Equal(t, &Mount{Root: "/", Point: "/sys/fs/cgroup/memory"}, m.MemoryV1)
+
+	for _, bad := range []string{"1 0 0:1 / /x rw\n", "1 0 0:1 / /x rw - cgroup2\n", "short - a b c\n", "1 0 0:1 / rel rw - cgroup2 c rw\n",
+		"1 0 0:1 net:[1] /x rw - cgroup cgroup rw,memory\n"} {
 		_, err := ParseMountinfo([]byte(bad))
 		assert.ErrorIs(t, err, ErrCgroupFile, "%q", bad)
 	}
@@ -128,12 +137,12 @@ func FuzzCgroupFiles(f *testing.F) {
 		if err != nil {
 			assert.ErrorIs(t, err, ErrCgroupFile)
 		}
-		for _, mount := range []*Mount{m.Unified, m.MemoryV1} {
+		for i, mount := range []*Mount{m.Unified, m.MemoryV1} {
 			point := ""
 			if mount != nil {
 				point = strings.TrimSuffix(path.Clean(mount.Point), "/")
 			}
-			for _, d := range Dirs(mount, c.Unified) {
+			for _, d := range Dirs(mount, []string{c.Unified, c.MemoryV1}[i]) {
 				if d != path.Clean(mount.Point) && !strings.HasPrefix(d, point+"/") {
 					t.Fatalf("directory %q outside the mount point %q", d, mount.Point)
 				}

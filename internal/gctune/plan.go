@@ -9,20 +9,22 @@ package gctune
 const (
 	SourceEnv     = "environment" // GOGC or GOMEMLIMIT: the runtime applied it before main; left alone
 	SourceConfig  = "config"      // runtime.gc_percent or runtime.memory_limit_bytes
-	SourceDefault = "default"     // DefaultGCPercent or DefaultLimitedGCPercent
+	SourceDefault = "default"     // DefaultGCPercent
 	SourceCgroup  = "cgroup"      // runtime.memory_limit_percent of the container's memory limit
 	SourceNone    = "none"        // no limit: no container limit and none configured
 )
 
-// The GC percentage when neither GOGC nor the config sets one. Under a soft memory limit (from the
-// container, the config or GOMEMLIMIT) the heap may grow to five times what survived the last
-// collection, a quarter as many collections as Go's default of 100, because the limit bounds what
-// that laziness costs; without one, to three times (half as many collections), because nothing else
-// would bound a large live heap's growth.
-const (
-	DefaultGCPercent        = 200
-	DefaultLimitedGCPercent = 400
-)
+// DefaultGCPercent is the GC percentage when neither GOGC nor the config sets one, with a soft limit
+// or without: the heap may grow to three times what survived the last collection, half as many
+// collections as Go's default of 100. A lazier 400 under a limit cut the collector's CPU further but
+// missed both memory goals of issue 31 (10,000 open streams within 600 MB, hostile-body bursts no
+// higher than before: docs/benchmarks/router-cost.md section 8), and most operators run under a limit.
+const DefaultGCPercent = 200
+
+// MinMemoryLimit is the lowest soft limit a share of the container's limit yields (and the lowest
+// runtime.memory_limit_bytes the config takes): below 32 MiB the router's own base does not fit, and
+// the collector would run without pause. A container smaller than it gets its own limit.
+const MinMemoryLimit = 32 << 20
 
 // DefaultMemoryLimitPercent is the share of the container's memory limit the soft limit takes: the
 // rest is room for what the Go runtime does not count (thread stacks outside the heap, the binary).
@@ -45,22 +47,23 @@ type Plan struct {
 	SetMemoryLimit bool
 	MemoryLimit    int64 // the value to set, in bytes (0 with SourceEnv and SourceNone)
 	LimitSource    string
+	// LimitClamped: runtime.memory_limit_bytes was above the container's limit, so MemoryLimit is
+	// the container's limit instead (a soft limit the kernel kills before is no limit); the shell
+	// logs it.
+	LimitClamped bool
 }
 
 // Decide applies the rule: an environment variable always wins for its own setting (the runtime
 // read it at start-up, so the plan leaves it); otherwise the config's value, otherwise the default:
 // for the limit the configured share of the container's limit, or none; for the percentage
-// DefaultLimitedGCPercent under a limit and DefaultGCPercent without one.
+// DefaultGCPercent, limit or none.
 func Decide(in Inputs) Plan {
 	p := decideLimit(in)
-	limited := p.SetMemoryLimit || (p.LimitSource == SourceEnv && in.EnvGOMEMLIMIT != "off")
 	switch {
 	case in.EnvGOGC != "":
 		p.GCSource = SourceEnv
 	case in.GCPercent != 0:
 		p.SetGCPercent, p.GCPercent, p.GCSource = true, in.GCPercent, SourceConfig
-	case limited:
-		p.SetGCPercent, p.GCPercent, p.GCSource = true, DefaultLimitedGCPercent, SourceDefault
 	default:
 		p.SetGCPercent, p.GCPercent, p.GCSource = true, DefaultGCPercent, SourceDefault
 	}
@@ -79,9 +82,13 @@ func decideLimit(in Inputs) Plan {
 		p.LimitSource = SourceEnv
 	case in.MemoryLimitBytes > 0:
 		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, in.MemoryLimitBytes, SourceConfig
+		if in.CgroupLimit > 0 && in.MemoryLimitBytes > in.CgroupLimit {
+			p.MemoryLimit, p.LimitClamped = in.CgroupLimit, true
+		}
 	case in.CgroupLimit > 0:
 		// Divide first: a limit near MaxInt64 must not overflow.
-		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, in.CgroupLimit/100*share+in.CgroupLimit%100*share/100, SourceCgroup
+		derived := max(in.CgroupLimit/100*share+in.CgroupLimit%100*share/100, MinMemoryLimit)
+		p.SetMemoryLimit, p.MemoryLimit, p.LimitSource = true, min(derived, in.CgroupLimit), SourceCgroup
 	default:
 		p.LimitSource = SourceNone
 	}

@@ -18,20 +18,26 @@ func TestDecide(t *testing.T) {
 			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, LimitSource: SourceNone}},
 		{"GOMEMLIMIT=off is no limit", Inputs{EnvGOMEMLIMIT: "off", CgroupLimit: 1 << 30},
 			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, LimitSource: SourceEnv}},
-		{"a container: 90% of its limit", Inputs{CgroupLimit: gib},
-			Plan{SetGCPercent: true, GCPercent: 400, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: 966367641, LimitSource: SourceCgroup}},
-		{"the configured share", Inputs{CgroupLimit: 1000, MemoryLimitPercent: 50},
-			Plan{SetGCPercent: true, GCPercent: 400, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: 500, LimitSource: SourceCgroup}},
+		{"a container: 90% of its limit, the same default percentage", Inputs{CgroupLimit: gib},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: 966367641, LimitSource: SourceCgroup}},
+		{"the configured share", Inputs{CgroupLimit: gib, MemoryLimitPercent: 50},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: gib / 2, LimitSource: SourceCgroup}},
+		{"a small container: the derived limit is floored at 32 MiB", Inputs{CgroupLimit: 128 << 20, MemoryLimitPercent: 10},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: 32 << 20, LimitSource: SourceCgroup}},
+		{"a container below the floor: its own limit", Inputs{CgroupLimit: 20 << 20},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: 20 << 20, LimitSource: SourceCgroup}},
+		{"a configured limit above the container's: clamped to it", Inputs{MemoryLimitBytes: 2 * gib, CgroupLimit: gib},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: gib, LimitSource: SourceConfig, LimitClamped: true}},
 		{"configured values", Inputs{GCPercent: 150, MemoryLimitBytes: 512 << 20, CgroupLimit: gib},
 			Plan{SetGCPercent: true, GCPercent: 150, GCSource: SourceConfig, SetMemoryLimit: true, MemoryLimit: 512 << 20, LimitSource: SourceConfig}},
-		{"GOGC wins over the config, the limit is still derived", Inputs{EnvGOGC: "off", GCPercent: 150, CgroupLimit: 1000},
-			Plan{GCSource: SourceEnv, SetMemoryLimit: true, MemoryLimit: 900, LimitSource: SourceCgroup}},
+		{"GOGC wins over the config, the limit is still derived", Inputs{EnvGOGC: "off", GCPercent: 150, CgroupLimit: 1000 << 20},
+			Plan{GCSource: SourceEnv, SetMemoryLimit: true, MemoryLimit: 900 << 20, LimitSource: SourceCgroup}},
 		{"GOMEMLIMIT wins over the config and the cgroup", Inputs{EnvGOMEMLIMIT: "2GiB", MemoryLimitBytes: 1 << 20, CgroupLimit: gib},
-			Plan{SetGCPercent: true, GCPercent: 400, GCSource: SourceDefault, LimitSource: SourceEnv}},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, LimitSource: SourceEnv}},
 		{"both in the environment: nothing set", Inputs{EnvGOGC: "100", EnvGOMEMLIMIT: "off", GCPercent: 300, MemoryLimitBytes: 1 << 30},
 			Plan{GCSource: SourceEnv, LimitSource: SourceEnv}},
 		{"a limit near the largest: no overflow", Inputs{CgroupLimit: NoLimitV1 - 1},
-			Plan{SetGCPercent: true, GCPercent: 400, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: (NoLimitV1-1)/100*90 + (NoLimitV1-1)%100*90/100, LimitSource: SourceCgroup}},
+			Plan{SetGCPercent: true, GCPercent: 200, GCSource: SourceDefault, SetMemoryLimit: true, MemoryLimit: (NoLimitV1-1)/100*90 + (NoLimitV1-1)%100*90/100, LimitSource: SourceCgroup}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) { assert.Equal(t, tc.want, Decide(tc.in)) })
@@ -62,15 +68,18 @@ func TestDecideProperties(t *testing.T) {
 			if share == 0 {
 				share = DefaultMemoryLimitPercent
 			}
-			if p.MemoryLimit > in.CgroupLimit || p.MemoryLimit < in.CgroupLimit/100*share || !p.SetMemoryLimit {
+			if p.MemoryLimit > in.CgroupLimit || p.MemoryLimit < min(max(in.CgroupLimit/100*share, MinMemoryLimit), in.CgroupLimit) || !p.SetMemoryLimit {
 				t.Fatalf("derived limit %d of %d at %d%%", p.MemoryLimit, in.CgroupLimit, share)
 			}
 		}
-		if p.GCSource == SourceDefault {
-			limited := p.LimitSource == SourceCgroup || p.LimitSource == SourceConfig || (p.LimitSource == SourceEnv && in.EnvGOMEMLIMIT != "off")
-			if limited != (p.GCPercent == DefaultLimitedGCPercent) || !limited && p.GCPercent != DefaultGCPercent {
-				t.Fatalf("default percentage %d with limit source %s", p.GCPercent, p.LimitSource)
-			}
+		if p.LimitSource == SourceConfig && in.CgroupLimit > 0 && p.MemoryLimit > in.CgroupLimit {
+			t.Fatalf("configured limit %d above the container's %d", p.MemoryLimit, in.CgroupLimit)
+		}
+		if p.LimitClamped != (p.LimitSource == SourceConfig && in.CgroupLimit > 0 && in.MemoryLimitBytes > in.CgroupLimit) {
+			t.Fatalf("clamped %v: %+v from %+v", p.LimitClamped, p, in)
+		}
+		if p.GCSource == SourceDefault && p.GCPercent != DefaultGCPercent {
+			t.Fatalf("default percentage %d with limit source %s", p.GCPercent, p.LimitSource)
 		}
 		if p.GCSource == "" || p.LimitSource == "" {
 			t.Fatalf("unsourced plan %+v", p)

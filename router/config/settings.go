@@ -52,7 +52,7 @@ const (
 	// times the live one); a soft limit of at least 32 MiB, below which the router's own base does
 	// not fit, and at most 1 PiB.
 	minGCPercent, maxGCPercent                                              = 10, 10000
-	minMemoryLimitBytes, maxMemoryLimitBytes                                = 32 << 20, 1 << 50
+	minMemoryLimitBytes, maxMemoryLimitBytes                                = gctune.MinMemoryLimit, 1 << 50
 	defaultMemoryLimitPercent, minMemoryLimitPercent, maxMemoryLimitPercent = gctune.DefaultMemoryLimitPercent, 10, 100
 )
 

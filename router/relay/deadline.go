@@ -110,29 +110,37 @@ func (d *deadlines) arm() {
 	}
 }
 
-// fire is the timer's callback: it cancels the attempt with the cause of the deadline that expired,
-// or re-arms when none has (the timer was set for a deadline since stopped or moved).
+// fire is the timer's callback: it cancels the attempt with the cause of the deadline that expired
+// first (the callback may run late, after more than one has), or re-arms when none has (the timer
+// was set for a deadline since stopped or moved). It cancels under d.mu, so stopFirstByte can never
+// report the first byte's deadline fired before the context holds its cause; nothing cancel runs
+// takes d.mu (context.AfterFunc functions and the transport's watchers run in their own goroutines).
 func (d *deadlines) fire() {
 	d.mu.Lock()
+	defer d.mu.Unlock()
 	if d.ended {
-		d.mu.Unlock()
 		return
 	}
 	now := time.Now()
 	var cause error
-	switch {
-	case d.phase == firstRunning && !now.Before(d.first):
-		d.phase, cause = firstFired, ErrFirstByteTimeout
-	case !d.whole.IsZero() && !now.Before(d.whole):
-		cause = ErrTimeout
-	case !d.drain.IsZero() && !now.Before(d.drain):
-		cause = errDrainWait
-	default:
+	var at time.Time
+	expired := func(deadline time.Time, c error) {
+		if !deadline.IsZero() && !now.Before(deadline) && (cause == nil || deadline.Before(at)) {
+			cause, at = c, deadline
+		}
+	}
+	if d.phase == firstRunning {
+		expired(d.first, ErrFirstByteTimeout)
+	}
+	expired(d.whole, ErrTimeout)
+	expired(d.drain, errDrainWait)
+	if cause == nil {
 		d.arm()
-		d.mu.Unlock()
 		return
 	}
+	if cause == ErrFirstByteTimeout {
+		d.phase = firstFired
+	}
 	d.ended = true
-	d.mu.Unlock()
 	d.cancel(cause)
 }

@@ -65,6 +65,10 @@ func TestDeadlines(t *testing.T) {
 			assert.NoError(t, causeAt(ctx, time.Hour))
 		})
 	})
+}
+
+// TestDeadlinesCauses: which deadline's cause cancels the attempt.
+func TestDeadlinesCauses(t *testing.T) {
 	t.Run("the earlier of the two wins", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			ctx, dl := deadlineRig(time.Second, 5*time.Second)
@@ -93,6 +97,62 @@ func TestDeadlines(t *testing.T) {
 			dl.stop()
 			assert.NoError(t, causeAt(ctx, time.Hour))
 		})
+	})
+}
+
+// TestDeadlinesLateCallback: a callback that runs after two deadlines have passed (a loaded machine,
+// a held lock) cancels with the one that expired first, whichever it checks first.
+func TestDeadlinesLateCallback(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		timeout, first   time.Duration
+		want, notWant    error
+		firstStoppedLeft bool
+	}{
+		{"the whole timeout first", time.Second, 2 * time.Second, ErrTimeout, ErrFirstByteTimeout, true},
+		{"the first byte first", 2 * time.Second, time.Second, ErrFirstByteTimeout, ErrTimeout, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ctx, dl := deadlineRig(tc.timeout, tc.first)
+				defer dl.stop()
+				dl.startFirstByte()
+				dl.mu.Lock()
+				dl.t.Stop() // hold the callback back past both deadlines
+				dl.mu.Unlock()
+				time.Sleep(3 * time.Second)
+				dl.fire()
+				assert.ErrorIs(t, context.Cause(ctx), tc.want)
+				assert.NotErrorIs(t, context.Cause(ctx), tc.notWant)
+				assert.Equal(t, tc.firstStoppedLeft, dl.stopFirstByte())
+			})
+		})
+	}
+}
+
+// TestDeadlinesCancelUnderLock: stopFirstByte cannot see the first-byte deadline fired while the
+// context still has no cause (the attempt would classify a nil cause as a transport failure): fire
+// cancels before anyone else can take the lock. The cancel below plays the attempt in the window.
+func TestDeadlinesCancelUnderLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx, realCancel := context.WithCancelCause(context.Background())
+		var dl *deadlines
+		var windowOpen bool
+		dl = newDeadlines(func(cause error) {
+			if dl.mu.TryLock() { // the lock is free while canceling: an attempt could run here
+				dl.mu.Unlock()
+				windowOpen = true
+				if !dl.stopFirstByte() {
+					assert.ErrorIs(t, context.Cause(ctx), ErrFirstByteTimeout, "fired, but no cause yet")
+				}
+			}
+			realCancel(cause)
+		}, time.Minute, time.Second)
+		defer dl.stop()
+		dl.startFirstByte()
+		assert.ErrorIs(t, causeAt(ctx, time.Second), ErrFirstByteTimeout)
+		assert.False(t, windowOpen, "fire released its lock before canceling")
+		assert.False(t, dl.stopFirstByte())
 	})
 }
 

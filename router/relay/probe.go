@@ -63,7 +63,9 @@ func (p *eventProbe) read(doc []byte) {
 
 func (p *eventProbe) member(m jsonscan.Member) (int, error) {
 	var buf [24]byte // longer than every name and type the probe compares against
-	key, ok := jsonscan.DecodeSmall(m.Key, m.Flags, buf[:8])
+	// A key gets 8 bytes, capacity included (DecodeSmall bounds by cap): a longer decoded key folds to
+	// neither "error" nor "type", so decoding further would be wasted work.
+	key, ok := jsonscan.DecodeSmall(m.Key, m.Flags, buf[:8:8])
 	switch {
 	case !ok:
 	case bytes.EqualFold(key, []byte("error")):

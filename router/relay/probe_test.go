@@ -79,6 +79,8 @@ var probeCases = []struct {
 	{"top-level string", `"type"`, eventInfo{}},
 	{"top-level null", `null`, eventInfo{}},
 	{"long key", `{"typetypetype":"response.completed","type":"x"}`, eventInfo{}},
+	{"long escaped key", `{"\u0065rror` + strings.Repeat("x", 20) + `":1,"t\u0079pe` + strings.Repeat("\u0065", 8) + `":"error"}`, eventInfo{}},
+	{"escaped key of 8 bytes", `{"\u0065rror\u0020\u0020\u0020":1}`, eventInfo{}},
 	{"invalid utf-8 in type", "{\"type\":\"response.complete\xff\"}", eventInfo{}},
 	{"lone surrogate in key", `{"type\ud800":"response.completed","type":"q"}`, eventInfo{}},
 	{"space around the object", " \t{\"type\":\"error\"}\r\n", eventInfo{failed: true}},

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path"
+	"runtime"
 	"runtime/debug"
 	rtmetrics "runtime/metrics"
 	"strconv"
@@ -21,7 +22,15 @@ import (
 // force. It changes process-wide state, so only the process's composition (anvil-router serve, the
 // benchmarks' router process) calls it, never New.
 func ApplyRuntime(rt config.Runtime, log *slog.Logger) gctune.Plan {
-	container := cgroupLimit(readProcFile)
+	var container int64
+	if runtime.GOOS == "linux" { // cgroups are Linux's; elsewhere there is nothing to read or warn of
+		container = cgroupLimit(readProcFile, log)
+	}
+	return applyPlan(rt, log, container)
+}
+
+// applyPlan is ApplyRuntime once the container's limit (0 for none) is known.
+func applyPlan(rt config.Runtime, log *slog.Logger, container int64) gctune.Plan {
 	plan := gctune.Decide(gctune.Inputs{
 		EnvGOGC: os.Getenv("GOGC"), EnvGOMEMLIMIT: os.Getenv("GOMEMLIMIT"),
 		GCPercent: rt.GCPercent, MemoryLimitBytes: rt.MemoryLimitBytes, MemoryLimitPercent: rt.MemoryLimitPercent,
@@ -29,6 +38,10 @@ func ApplyRuntime(rt config.Runtime, log *slog.Logger) gctune.Plan {
 	})
 	if plan.SetGCPercent {
 		debug.SetGCPercent(plan.GCPercent)
+	}
+	if plan.LimitClamped {
+		log.LogAttrs(context.Background(), slog.LevelWarn, "runtime.memory_limit_bytes is above the container's memory limit: the container's limit is used",
+			slog.Int64("memory_limit_bytes", rt.MemoryLimitBytes), slog.Int64("container_memory_limit_bytes", container))
 	}
 	if plan.SetMemoryLimit {
 		debug.SetMemoryLimit(plan.MemoryLimit)
@@ -68,26 +81,47 @@ func readProcFile(name string) ([]byte, error) {
 
 // cgroupLimit is the container's memory limit in bytes, 0 for none: the lowest limit set on the
 // process's cgroup or any ancestor within the mounted hierarchy, v2 (memory.max) and v1
-// (memory.limit_in_bytes) alike. A file that is missing or does not parse bounds nothing.
-func cgroupLimit(read func(string) ([]byte, error)) int64 {
-	procCgroup, err1 := read("/proc/self/cgroup")
-	mountinfo, err2 := read("/proc/self/mountinfo")
-	if err1 != nil || err2 != nil {
+// (memory.limit_in_bytes) alike. A limit file that is missing bounds nothing (most levels set none);
+// a /proc file that cannot be read or parsed, or a limit file that does not parse, is logged as a
+// warning, because detection is then off and the operator should know why.
+func cgroupLimit(read func(string) ([]byte, error), log *slog.Logger) int64 {
+	warn := func(what string, err error) {
+		log.LogAttrs(context.Background(), slog.LevelWarn, "container memory limit not detected",
+			slog.String("file", what), slog.String("error", err.Error()))
+	}
+	procCgroup, err := read("/proc/self/cgroup")
+	if err != nil {
+		warn("/proc/self/cgroup", err)
 		return 0
 	}
-	cg, err1 := gctune.ParseProcCgroup(procCgroup)
-	mounts, err2 := gctune.ParseMountinfo(mountinfo)
-	if err1 != nil || err2 != nil {
+	mountinfo, err := read("/proc/self/mountinfo")
+	if err != nil {
+		warn("/proc/self/mountinfo", err)
+		return 0
+	}
+	cg, err := gctune.ParseProcCgroup(procCgroup)
+	if err != nil {
+		warn("/proc/self/cgroup", err)
+		return 0
+	}
+	mounts, err := gctune.ParseMountinfo(mountinfo)
+	if err != nil {
+		warn("/proc/self/mountinfo", err)
 		return 0
 	}
 	var lowest int64
 	lookIn := func(dirs []string, file string) {
 		for _, dir := range dirs {
-			data, err := read(path.Join(dir, file))
+			name := path.Join(dir, file)
+			data, err := read(name)
 			if err != nil {
 				continue
 			}
-			if n, ok, err := gctune.ParseLimit(data); err == nil && ok && (lowest == 0 || n < lowest) {
+			n, ok, err := gctune.ParseLimit(data)
+			if err != nil {
+				log.LogAttrs(context.Background(), slog.LevelWarn, "container memory limit file ignored",
+					slog.String("file", name), slog.String("error", err.Error()))
+			} else if ok && (lowest == 0 || n < lowest) {
 				lowest = n
 			}
 		}

@@ -77,6 +77,13 @@ func TestSemanticRules(t *testing.T) {
 		{"readiness interval", []edit{set("readiness.interval", "2m")}, nil, "config: readiness.interval: must be 100ms-1m"},
 		{"readiness timeout", []edit{set("readiness.timeout", "50ms")}, nil, "config: readiness.timeout: must be 100ms-30s"},
 		{"readiness timeout over interval", []edit{set("readiness.interval", "1s"), set("readiness.timeout", "2s")}, nil, "config: readiness.timeout: must not exceed readiness.interval"},
+		// the collector
+		{"gc percent small", []edit{set("runtime.gc_percent", 5)}, nil, "config: runtime.gc_percent: must be 10-10000"},
+		{"gc percent big", []edit{set("runtime.gc_percent", 10001)}, nil, "config: runtime.gc_percent: must be 10-10000"},
+		{"memory limit small", []edit{set("runtime.memory_limit_bytes", 1000)}, nil, "config: runtime.memory_limit_bytes: must be 33554432-1125899906842624"},
+		{"memory limit big", []edit{set("runtime.memory_limit_bytes", int64(1)<<50+1)}, nil, "config: runtime.memory_limit_bytes: must be 33554432-1125899906842624"},
+		{"memory share small", []edit{set("runtime.memory_limit_percent", 9)}, nil, "config: runtime.memory_limit_percent: must be 10-100"},
+		{"memory share big", []edit{set("runtime.memory_limit_percent", 101)}, nil, "config: runtime.memory_limit_percent: must be 10-100"},
 		// tiers: common fields
 		{"no tiers", []edit{set("tiers", []any{})}, nil, "config: tiers: at least one tier is required"},
 		{"tiers absent", []edit{del("tiers")}, nil, "config: tiers: at least one tier is required"},
