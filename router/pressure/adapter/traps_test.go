@@ -124,7 +124,12 @@ func TestTGITraps(t *testing.T) {
 	runTraps(t, adapter.TGI, llama, []trap{
 		{"before the first batch", budget + gauge("tgi_queue_size", "0"), sample(missing, present(0), missing)},
 		{"budget of 0", gauge("tgi_batch_current_max_tokens", "0") + gauge("tgi_batch_max_total_tokens", "0"), sample(missing, missing, bad)},
-		{"reservation above the budget", gauge("tgi_batch_current_max_tokens", "1001") + budget, sample(missing, missing, bad)},
+		// Prefix caching reserves a shared prefix once per request: above the budget is full, and
+		// the valid counts beside it stay usable.
+		{"reservation above the budget", gauge("tgi_batch_current_size", "30") + gauge("tgi_queue_size", "9") +
+			gauge("tgi_batch_current_max_tokens", "70000") + gauge("tgi_batch_max_total_tokens", "64000"),
+			sample(present(30), present(9), present(1))},
+		{"infinite reservation", gauge("tgi_batch_current_max_tokens", "+Inf") + budget, sample(missing, missing, bad)},
 		{"fractional tokens", gauge("tgi_batch_current_max_tokens", "10.5") + budget, sample(missing, missing, bad)},
 		{"full", gauge("tgi_batch_current_max_tokens", "1000") + budget, sample(missing, missing, present(1))},
 		{"two budgets", gauge("tgi_batch_current_max_tokens", "10") + budget + "tgi_batch_max_total_tokens{shard=\"1\"} 2000\n",
@@ -150,5 +155,24 @@ func TestBlockFraction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, adapter.BlockFraction(tt.used, tt.total), "%v/%v", tt.used, tt.total)
+	}
+}
+
+// TestReservationFraction: an upper estimate above its total is a full cache; everything else is
+// read as BlockFraction reads it (here the used > total case is the only difference).
+func TestReservationFraction(t *testing.T) {
+	tests := []struct {
+		used, total, want scheduler.Metric
+	}{
+		{present(70000), present(64000), present(1)},
+		{present(1), present(4), present(0.25)},
+		{present(5), present(0), bad},
+		{present(5.5), present(4), bad},
+		{present(-1), present(4), bad},
+		{missing, present(4), missing},
+		{bad, present(4), bad},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, adapter.ReservationFraction(tt.used, tt.total), "%v/%v", tt.used, tt.total)
 	}
 }

@@ -53,3 +53,16 @@ func BlockFraction(used, total scheduler.Metric) scheduler.Metric {
 	}
 	return scheduler.Metric{Value: u / t, Present: true}
 }
+
+// ReservationFraction is BlockFraction for an upper estimate of what a batch holds rather than a
+// count of what it holds: a used figure above the total is clamped to a full cache, not refused.
+// TGI's tgi_batch_current_max_tokens counts a shared prefix's tokens once per request that
+// reuses it (prefix caching; server/text_generation_server/models/flash_causal_lm.py), so it can
+// exceed tgi_batch_max_total_tokens on a member whose counts are perfectly valid.
+func ReservationFraction(used, total scheduler.Metric) scheduler.Metric {
+	if used.Present && total.Present && !used.Malformed && !total.Malformed &&
+		total.Value > 0 && used.Value > total.Value && !math.IsInf(used.Value, 0) && math.Trunc(used.Value) == used.Value {
+		used.Value = total.Value
+	}
+	return BlockFraction(used, total)
+}
