@@ -38,6 +38,11 @@ func sgl(name, labels, value string) string {
 	return fmt.Sprintf("# TYPE %s gauge\n%s{model_name=%q%s} %s\n", name, name, llama, labels, value)
 }
 
+// old is a series of SGLang's first metrics, labelled name.
+func old(name, model, value string) string {
+	return fmt.Sprintf("# TYPE %s gauge\n%s{name=%q} %s\n", name, name, model, value)
+}
+
 func TestSGLangTraps(t *testing.T) {
 	many := "# TYPE sglang:num_running_reqs gauge\n"
 	for i := range 65 {
@@ -61,8 +66,14 @@ func TestSGLangTraps(t *testing.T) {
 		{"duplicate series", sgl("sglang:num_running_reqs", `,tp_rank="0"`, "2") +
 			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,tp_rank=\"0\"} 2\n", llama), sample(bad, missing, missing)},
 		{"too many series", many, sample(bad, missing, missing)},
-		{"old names are not read", sgl("sglang:num_requests_running", "", "3") + sgl("sglang:num_requests_waiting", "", "1"),
-			sample(missing, missing, missing)},
+		{"old names, labelled name", old("sglang:num_requests_running", llama, "3") + old("sglang:num_requests_waiting", llama, "1") +
+			old("sglang:token_usage", llama, "0.5"), sample(present(3), present(1), present(0.5))},
+		{"old names, other model", old("sglang:num_requests_running", "Qwen/Qwen2.5-7B-Instruct", "3"), sample(missing, missing, missing)},
+		{"old waiting only", old("sglang:num_requests_waiting", llama, "2"), sample(missing, present(2), missing)},
+		{"current names win over old", sgl("sglang:num_running_reqs", "", "4") + old("sglang:num_requests_running", llama, "9"),
+			sample(present(4), missing, missing)},
+		{"old token usage above 1", old("sglang:num_requests_running", llama, "1") + old("sglang:token_usage", llama, "1.5"),
+			sample(present(1), missing, bad)},
 	})
 }
 
