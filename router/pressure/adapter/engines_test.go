@@ -138,6 +138,15 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 			assert.Equal(t, pressure.Sample{}, got)
 		})
 	}
+	// A model that is not one of Triton's TensorRT-LLM steps (a vLLM-backend model beside an
+	// unrelated tensorrt_llm model on one Triton) never borrows tensorrt_llm's pressure.
+	for _, page := range []string{"trtllm_current.txt", "trtllm_2024.txt"} {
+		for _, served := range []string{"llama_vllm", "preprocessing", "Ensemble", "ensemble_2"} {
+			got, cl := read(t, adapter.TRTLLM, readPage(t, page), served)
+			assert.Equal(t, pressure.ClassUnknown, cl, page+"/"+served)
+			assert.Equal(t, pressure.Sample{}, got, page+"/"+served)
+		}
+	}
 	// A Triton page whose nv_trt_llm_* series name another repository's engine model (neither the
 	// served model nor the conventional tensorrt_llm backend) carries no signal for the ensemble.
 	for _, page := range []string{"trtllm_current.txt", "trtllm_2024.txt"} {
@@ -150,7 +159,7 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 
 // TestTritonEnsembleReadsItsBackend: a tier serving Triton's ensemble (or BLS) model reads the
 // tensorrt_llm backend model's executor, the one its requests run on, exactly as a tier that
-// serves tensorrt_llm itself does.
+// serves tensorrt_llm itself does; only those step names borrow it.
 func TestTritonEnsembleReadsItsBackend(t *testing.T) {
 	for _, tt := range []struct{ page, served string }{
 		{"trtllm_current.txt", "ensemble"},
