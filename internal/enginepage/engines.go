@@ -109,7 +109,7 @@ func buildLlamaCpp(b *builder) {
 
 // Hugging Face TGI's router (backends/v3, metrics-exporter-prometheus): no labels, one model per
 // page. tgi_batch_current_max_tokens is what the running batch reserves, in tokens;
-// tgi_batch_max_total_tokens (TGI >= 2.4) the KV token budget, set once at warmup. The exporter
+// tgi_batch_max_total_tokens (TGI >= 2.3.1, huggingface/text-generation-inference#2595) the KV token budget, set once at warmup. The exporter
 // prints a series only once it is first set, so the request series appear with the first request.
 const (
 	tgiRunning     = "tgi_batch_current_size"
