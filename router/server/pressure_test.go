@@ -25,7 +25,7 @@ func flood(t *testing.T, m *member, n int) func() {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			body := `{"model":"` + servedModel + `","messages":[{"role":"user","content":"busy"}],"max_tokens":512,"ignore_eos":true,"stream":true}`
+			body := `{"model":"` + m.served() + `","messages":[{"role":"user","content":"busy"}],"max_tokens":512,"ignore_eos":true,"stream":true}`
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.URL()+"/v1/chat/completions", strings.NewReader(body))
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil {
