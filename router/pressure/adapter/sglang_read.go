@@ -9,7 +9,8 @@ import (
 // ReadSGLang keeps the series whose model_name equals servedModel exactly (SGLang labels every
 // scheduler series with its served model name) and reads sglang:num_running_reqs,
 // sglang:num_queue_reqs and sglang:token_usage. Request counts are summed over data-parallel
-// groups (dp_rank; a page without it is one group) and, within a group, the largest rank's series
+// groups (dp_rank; a page without it is one group, a page with it on some series only is
+// malformed) and, within a group, the largest rank's series
 // is taken: with --enable-metrics-for-all-schedulers every tensor- and pipeline-parallel rank
 // repeats its group's batch and queue, and adding them would count each request once per rank.
 // KV usage is the fullest series, as for vLLM. token_usage is already a fraction of the KV token

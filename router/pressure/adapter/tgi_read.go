@@ -15,7 +15,8 @@ import (
 // really holds (an upper estimate). With prefix caching a shared prefix is reserved once per request
 // that reuses it, so the reservation can exceed the budget: that reads as a full cache (1), not as
 // a malformed page. It is missing before TGI 2.3.1 (no budget on the page) and until the first
-// batch; a budget of 0 is malformed.
+// batch; a budget of 0 is malformed. TGI prints these series without labels: a labelled one makes
+// its signal malformed (CountSignalAll, SingleValue).
 func ReadTGI(families map[string]*dto.MetricFamily, _ string) pressure.Sample {
 	return pressure.Sample{
 		Running: CountSignalAll(families[tgiRunning]),

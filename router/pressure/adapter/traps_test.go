@@ -66,6 +66,12 @@ func TestSGLangTraps(t *testing.T) {
 		{"duplicate series", sgl("sglang:num_running_reqs", `,tp_rank="0"`, "2") +
 			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,tp_rank=\"0\"} 2\n", llama), sample(bad, missing, missing)},
 		{"too many series", many, sample(bad, missing, missing)},
+		// One series with dp_rank and one without: a group or a total? Refused, never summed.
+		{"dp_rank on some series only", sgl("sglang:num_running_reqs", `,dp_rank="0"`, "4") +
+			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,tp_rank=\"0\"} 4\n", llama) + sgl("sglang:num_queue_reqs", "", "1"),
+			sample(bad, present(1), missing)},
+		{"dp_rank on every series", sgl("sglang:num_running_reqs", `,dp_rank="0"`, "4") +
+			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,dp_rank=\"1\"} 2\n", llama), sample(present(6), missing, missing)},
 		{"old names, labelled name", old("sglang:num_requests_running", llama, "3") + old("sglang:num_requests_waiting", llama, "1") +
 			old("sglang:token_usage", llama, "0.5"), sample(present(3), present(1), present(0.5))},
 		{"old names, other model", old("sglang:num_requests_running", "Qwen/Qwen2.5-7B-Instruct", "3"), sample(missing, missing, missing)},
@@ -134,6 +140,15 @@ func TestLlamaCppTraps(t *testing.T) {
 		{"NaN slots", gauge("llamacpp:requests_processing", "NaN"), sample(bad, missing, missing)},
 		{"ratio above 1", gauge("llamacpp:kv_cache_usage_ratio", "1.01"), sample(missing, missing, bad)},
 		{"tokens without a ratio", gauge("llamacpp:kv_cache_tokens", "4096"), sample(missing, missing, missing)},
+		// llama-server prints no labels; a labelled series (router mode's model="other") is refused,
+		// never counted as the served model's and never skipped.
+		{"another model's slots", gauge("llamacpp:requests_processing", "1") +
+			"llamacpp:requests_processing{model=\"other\"} 7\n" + gauge("llamacpp:requests_deferred", "0"),
+			sample(bad, present(0), missing)},
+		{"only labelled series", "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred{model=\"other\"} 3\n",
+			sample(missing, bad, missing)},
+		{"labelled ratio", "# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio{slot=\"0\"} 0.5\n",
+			sample(missing, missing, bad)},
 	})
 }
 
@@ -152,6 +167,10 @@ func TestTGITraps(t *testing.T) {
 		{"full", gauge("tgi_batch_current_max_tokens", "1000") + budget, sample(missing, missing, present(1))},
 		{"two budgets", gauge("tgi_batch_current_max_tokens", "10") + budget + "tgi_batch_max_total_tokens{shard=\"1\"} 2000\n",
 			sample(missing, missing, bad)},
+		{"labelled batch size", gauge("tgi_queue_size", "2") + "# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size{model=\"other\"} 9\n",
+			sample(bad, present(2), missing)},
+		{"labelled queue beside the plain one", gauge("tgi_queue_size", "2") + "tgi_queue_size{shard=\"1\"} 5\n",
+			sample(missing, bad, missing)},
 		{"infinite budget", gauge("tgi_batch_current_max_tokens", "10") + gauge("tgi_batch_max_total_tokens", "+Inf"), sample(missing, missing, bad)},
 	})
 }

@@ -8,23 +8,28 @@ import (
 	"github.com/anvil-llm/anvil/router/scheduler"
 )
 
-// CountSignalAll is CountSignal for an engine whose page names no model (llama.cpp, TGI): it sums
-// every series of the family. Such a page belongs to the one model the member serves, which the
-// readiness check verified from /v1/models; nothing on the page can confirm it.
+// CountSignalAll is CountSignal for an engine whose page names no model (llama.cpp, TGI): the
+// family's one series, whose labels must be none. Such a page belongs to the one model the member
+// serves, which the readiness check verified from /v1/models; nothing on the page can confirm it.
+// A labelled series is refused (malformed), not skipped and not counted: these engines print their
+// pressure series without labels, so a label (model="other" from llama-server's multi-model
+// router mode, a shard, a relabelling proxy) means a page of several models or parts whose share
+// is the served model's cannot be told, and summing or skipping could count another model's load.
 func CountSignalAll(mf *dto.MetricFamily) scheduler.Metric {
-	return countMetric(modelValues(mf, "", ""))
+	return countMetric(unlabelledValues(mf))
 }
 
-// FractionSignalAll is FractionSignal over every series of the family, for an engine whose page
-// names no model (see CountSignalAll).
+// FractionSignalAll is FractionSignal over the family's one unlabelled series, for an engine whose
+// page names no model (see CountSignalAll).
 func FractionSignalAll(mf *dto.MetricFamily) scheduler.Metric {
-	return fractionMetric(modelValues(mf, "", ""))
+	return fractionMetric(unlabelledValues(mf))
 }
 
 // SingleValue is the one series of a family whose page names no model: missing when the family
-// is absent or empty, malformed when it has several series, is not a gauge, or is not finite.
+// is absent or empty, malformed when it has several series or a labelled one (see CountSignalAll),
+// is not a gauge, or is not finite.
 func SingleValue(mf *dto.MetricFamily) scheduler.Metric {
-	values, ok := modelValues(mf, "", "")
+	values, ok := unlabelledValues(mf)
 	switch {
 	case !ok || len(values) > 1:
 		return scheduler.MalformedMetric()
@@ -34,6 +39,23 @@ func SingleValue(mf *dto.MetricFamily) scheduler.Metric {
 		return scheduler.MalformedMetric()
 	}
 	return scheduler.Metric{Value: values[0], Present: true}
+}
+
+// unlabelledValues is modelValues over every series of mf, refusing (false) any series that has
+// a label with a value (an empty value is the label's absence in the exposition format).
+func unlabelledValues(mf *dto.MetricFamily) ([]float64, bool) {
+	var values []float64
+	labelled := false
+	ok := eachSeries(mf, "", "", func(labels []*dto.LabelPair, v float64) {
+		for _, l := range labels {
+			labelled = labelled || l.GetValue() != ""
+		}
+		values = append(values, v)
+	})
+	if !ok || labelled {
+		return nil, false
+	}
+	return values, true
 }
 
 // BlockFraction turns a used/total pair (KV blocks or tokens) into a fraction in 0..1. Either
