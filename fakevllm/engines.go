@@ -64,9 +64,12 @@ func (s *Server) healthPath() string {
 	return "/health"
 }
 
-// tritonSteps are the models of Triton's TensorRT-LLM inflight-batcher repository; the member's
-// served names are listed beside them (the first one runs the backend and labels its series).
-var tritonSteps = [...]string{"ensemble", "postprocessing", "preprocessing", enginepage.TRTLLMModel}
+// tritonSteps are the models of Triton's TensorRT-LLM inflight-batcher repository
+// (all_models/inflight_batcher_llm), which Triton's OpenAI frontend lists as models of their own;
+// the member's served names are listed beside them. The first served name's backend model
+// (enginepage.TritonBackendModel: tensorrt_llm when it serves ensemble or tensorrt_llm_bls, else
+// itself) labels the nv_trt_llm_* series.
+var tritonSteps = [...]string{"ensemble", "postprocessing", "preprocessing", enginepage.TRTLLMModel, "tensorrt_llm_bls"}
 
 // listEngineModels answers GET /v1/models in the member's engine's shape.
 func (s *Server) listEngineModels(c *gin.Context) {

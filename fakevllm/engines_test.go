@@ -30,7 +30,7 @@ func TestEngineModelsShape(t *testing.T) {
 		root          bool
 	}{
 		{"sglang", "sglang", []string{testModel}, true},
-		{"trtllm", "Triton Inference Server", []string{"ensemble", "postprocessing", "preprocessing", "tensorrt_llm", testModel}, false},
+		{"trtllm", "Triton Inference Server", []string{"ensemble", "postprocessing", "preprocessing", "tensorrt_llm", "tensorrt_llm_bls", testModel}, false},
 		{"llamacpp", "llamacpp", []string{testModel}, false},
 		{"tgi", testModel, []string{testModel}, false},
 	} {
@@ -93,6 +93,19 @@ func TestEngineMetricsNames(t *testing.T) {
 			assert.NotContains(t, string(body), name)
 		})
 	}
+}
+
+// TestEngineTritonEnsembleMember: a trtllm member serving Triton's ensemble lists it once among the
+// repository's steps and labels its nv_trt_llm_* series with the backend model, tensorrt_llm.
+func TestEngineTritonEnsembleMember(t *testing.T) {
+	o := engineOptions("trtllm")
+	o.Models = []string{"ensemble"}
+	m := startLoopback(t, o)
+	_, body := get(t, http.DefaultClient, m.url+"/v1/models")
+	assert.Equal(t, 1, strings.Count(string(body), `"id":"ensemble"`), string(body))
+	_, body = get(t, http.DefaultClient, m.url+"/metrics")
+	assert.Contains(t, string(body), "\nnv_trt_llm_request_metrics{model=\"tensorrt_llm\",request_type=\"waiting\",version=\"1\"} 0\n")
+	assert.NotContains(t, string(body), `model="ensemble",request_type`)
 }
 
 func TestEngineOptionsRefused(t *testing.T) {

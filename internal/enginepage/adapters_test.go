@@ -111,3 +111,28 @@ func TestTGIPrintsItsRequestSeriesFromTheFirstRequest(t *testing.T) {
 		assert.Equal(t, pressure.Sample{Running: v(1), Waiting: v(0), KVUsage: v(0.01)}, read(p.Families(), llama))
 	}
 }
+
+// TestTritonEnsemblePageNamesItsBackend: a page for a served ensemble or BLS step labels its
+// nv_trt_llm_* series tensorrt_llm, the backend model those steps run on, as Triton does; the
+// router's adapter reads the served step's pressure through its fallback. Any other served model
+// runs the backend itself and labels the series with its own name.
+func TestTritonEnsemblePageNamesItsBackend(t *testing.T) {
+	read, err := adapter.For(enginepage.TRTLLM)
+	require.NoError(t, err)
+	for served, label := range map[string]string{"ensemble": "tensorrt_llm", "tensorrt_llm_bls": "tensorrt_llm",
+		"tensorrt_llm": "tensorrt_llm", llama: llama} {
+		p, err := enginepage.New(enginepage.Options{Engine: enginepage.TRTLLM, Model: served, BlockSize: 16, MaxNumSeqs: 64})
+		require.NoError(t, err)
+		p.Set(busy)
+		for _, mf := range p.Families() {
+			for _, m := range mf.GetMetric() {
+				for _, l := range m.GetLabel() {
+					if l.GetName() == "model" {
+						assert.Equal(t, label, l.GetValue(), "%s: %s", served, mf.GetName())
+					}
+				}
+			}
+		}
+		assert.Equal(t, pressure.Sample{Running: v(3), Waiting: v(2), KVUsage: v(0.3)}, read(p.Families(), served), served)
+	}
+}

@@ -56,7 +56,7 @@ func buildSGLang(b *builder) {
 
 // TensorRT-LLM through Triton (triton_backend/inflight_batcher_llm custom_metrics_reporter.cc):
 // gauge families keyed by request_type and kv_cache_block_type, labels model (the Triton model
-// that runs the backend) and version. Since 2025 the backend adds request_type="waiting" and
+// that runs the backend, TritonBackendModel) and version. Since 2025 the backend adds request_type="waiting" and
 // kv_cache_block_type="fraction".
 const (
 	trtRequests = "nv_trt_llm_request_metrics"
@@ -64,8 +64,9 @@ const (
 )
 
 func buildTRTLLM(b *builder) {
+	backend := TritonBackendModel(b.o.Model)
 	req := func(kind string, of func(engine.Metrics) float64) series {
-		return one(of, "model", b.o.Model, "request_type", kind, "version", "1")
+		return one(of, "model", backend, "request_type", kind, "version", "1")
 	}
 	active := func(m engine.Metrics) float64 { return float64(m.Running + m.Waiting) }
 	context := func(m engine.Metrics) float64 { return float64(m.LastStep.Seqs - m.LastStep.DecodeSeqs) }
@@ -76,7 +77,7 @@ func buildTRTLLM(b *builder) {
 	}
 	b.gauge(trtRequests, "TRT LLM request metrics", reqs...)
 	kv := func(kind string, of func(engine.Metrics) float64) series {
-		return one(of, "kv_cache_block_type", kind, "model", b.o.Model, "version", "1")
+		return one(of, "kv_cache_block_type", kind, "model", backend, "version", "1")
 	}
 	free := func(m engine.Metrics) float64 { return float64(m.TotalBlocks - m.UsedBlocks) }
 	blocks := []series{kv("free", free), kv("max", total), kv("tokens_per", constant(float64(max(b.o.BlockSize, 1)))),
@@ -109,7 +110,7 @@ func buildLlamaCpp(b *builder) {
 
 // Hugging Face TGI's router (backends/v3, metrics-exporter-prometheus): no labels, one model per
 // page. tgi_batch_current_max_tokens is what the running batch reserves, in tokens;
-// tgi_batch_max_total_tokens (TGI >= 2.4) the KV token budget, set once at warmup. The exporter
+// tgi_batch_max_total_tokens (TGI >= 2.3.1, huggingface/text-generation-inference#2595) the KV token budget, set once at warmup. The exporter
 // prints a series only once it is first set, so the request series appear with the first request.
 const (
 	tgiRunning     = "tgi_batch_current_size"

@@ -30,9 +30,20 @@ const (
 )
 
 // TRTLLMModel is the name the TensorRT-LLM backend's model has in Triton's inflight-batcher
-// repository. Its series are labelled with the name of the Triton model that runs the backend
-// (Options.Model), which need not be this one.
+// repository. Its series are labelled with the name of the Triton model that runs the backend:
+// TritonBackendModel of Options.Model.
 const TRTLLMModel = "tensorrt_llm"
+
+// TritonBackendModel is the Triton model whose nv_trt_llm_* series carry a served model's
+// pressure. The served steps of the inflight-batcher repository (ensemble, tensorrt_llm_bls) run
+// their requests on its tensorrt_llm backend model, so that is the model the backend's series
+// name; any other served model is a Triton model that runs the backend itself.
+func TritonBackendModel(served string) string {
+	if served == "ensemble" || served == "tensorrt_llm_bls" {
+		return TRTLLMModel
+	}
+	return served
+}
 
 // ErrUnknownEngine is New's error for an engine that is not one of Engines().
 var ErrUnknownEngine = errors.New("enginepage: unknown engine")
@@ -44,8 +55,8 @@ func Engines() []string { return []string{VLLM, SGLang, TRTLLM, LlamaCpp, TGI} }
 type Options struct {
 	Engine string // one of Engines(); "" is VLLM
 	// Model labels the series of the engines that name their model on the page: vLLM's and
-	// SGLang's model_name, TensorRT-LLM's model (the Triton model that runs the backend); llama.cpp
-	// and TGI name no model.
+	// SGLang's model_name, TensorRT-LLM's model (TritonBackendModel of it: tensorrt_llm for a served
+	// ensemble or BLS step, else the model itself); llama.cpp and TGI name no model.
 	Model string
 	// BlockSize is the engine's tokens per KV block: the token figures (SGLang's, TGI's, llama.cpp's)
 	// are blocks times this, so every engine's KV fraction is the same used/total.

@@ -184,8 +184,9 @@ type Tier struct {
 	Provenance     string // replica only: declared replica provenance
 	Strategy       Strategy
 	// Engine is the serving engine of a replica tier's members (one adapter name of
-	// router/pressure/adapter, "vllm" by default; "" on direct tiers). It selects only how their
-	// /metrics page is read: never a ceiling, never the readiness rule.
+	// router/pressure/adapter, "vllm" by default; "" on direct tiers). It selects how their
+	// /metrics page is read and the shape of their identity probes (trtllm: Triton's model list
+	// and /health/ready, server.readinessRule), never a ceiling.
 	Engine        string
 	PassiveHealth PassiveHealth // replica only
 	Queue         Queue         // the admission queue; MaxWaiting 0 = none

@@ -19,7 +19,9 @@ import (
 // engineMember starts a fake member that shows itself as engine e serving model.
 func engineMember(t *testing.T, e, model string, seed uint64) *member {
 	t.Helper()
-	return startMemberWith(t, fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed, Engine: e})
+	m := startMemberWith(t, fakevllm.Options{Models: []string{model}, Profile: engine.TinyProfile(), Seed: seed, Engine: e})
+	m.model = model
+	return m
 }
 
 // warmMember sends one short request straight to a member: an idle member that has served before. (TGI
@@ -27,7 +29,7 @@ func engineMember(t *testing.T, e, model string, seed uint64) *member {
 func warmMember(t *testing.T, m *member) {
 	t.Helper()
 	resp, err := http.Post(m.URL()+"/v1/chat/completions", "application/json", strings.NewReader(
-		`{"model":"`+servedModel+`","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`))
+		`{"model":"`+m.served()+`","messages":[{"role":"user","content":"hi"}],"max_tokens":1}`))
 	require.NoError(t, err)
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
@@ -62,41 +64,45 @@ func capacityTelemetry(t *testing.T, r *router) map[string]*capacity.Telemetry {
 // capacity tier of two fake members of that engine, one loaded (8 running and 4 waiting against a
 // ceiling of 8: 1.5e6 ppm) and one idle. Once both read fresh, sequential requests go to the idle
 // one, and the capacity JSON shows the loaded member's exact ppm and the signals its engine's page
-// carries (llama.cpp's current page has no KV figure: missing, not zero).
+// carries (llama.cpp's current page has no KV figure: missing, not zero). A Triton tier serving
+// the TensorRT-LLM ensemble reads its members' tensorrt_llm backend series, as Triton labels them.
 func TestEveryEngineSteersToTheIdleMember(t *testing.T) {
 	for _, e := range fakevllm.Engines() {
-		t.Run(e, func(t *testing.T) {
-			ms := []*member{engineMember(t, e, servedModel, 1), engineMember(t, e, servedModel, 2)}
-			warmMember(t, ms[1])
-			slow(t, ms[0], 200)
-			r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", engine: e, memberCeiling: 8}))
-			flood(t, ms[0], 12)
-			untilPressure(t, r, func(p map[string]scheduler.Pressure) bool {
-				busy, ok := p["m00"].PPM()
-				return ok && busy == 1_500_000 && p["m01"].Freshness() == scheduler.FreshnessFresh
-			})
-
-			for range 6 {
-				code, out, _ := r.do(t, "/v1/chat/completions", chatBody(2, false))
-				require.Equal(t, http.StatusOK, code, out)
-			}
-			r.wait(t, 6)
-			assert.Equal(t, []string{"m01", "m01", "m01", "m01", "m01", "m01"}, lastMembers(r, 6))
-
-			tel := capacityTelemetry(t, r)
-			require.NotNil(t, tel["m00"])
-			assert.Equal(t, scheduler.FreshnessFresh, tel["m00"].Freshness)
-			require.NotNil(t, tel["m00"].PressurePPM)
-			assert.Equal(t, int64(1_500_000), *tel["m00"].PressurePPM)
-			assert.Equal(t, scheduler.SignalValid, tel["m00"].RequestsState)
-			wantKV := scheduler.SignalValid
-			if e == "llamacpp" {
-				wantKV = scheduler.SignalMissing
-			}
-			assert.Equal(t, wantKV, tel["m00"].KVState)
-			assert.Equal(t, scheduler.FreshnessFresh, tel["m01"].Freshness)
-		})
+		t.Run(e, func(t *testing.T) { steersToTheIdleMember(t, e, servedModel) })
 	}
+	t.Run("trtllm-ensemble", func(t *testing.T) { steersToTheIdleMember(t, "trtllm", "ensemble") })
+}
+
+func steersToTheIdleMember(t *testing.T, e, model string) {
+	ms := []*member{engineMember(t, e, model, 1), engineMember(t, e, model, 2)}
+	warmMember(t, ms[1])
+	slow(t, ms[0], 200)
+	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", engine: e, memberCeiling: 8, model: model}))
+	flood(t, ms[0], 12)
+	untilPressure(t, r, func(p map[string]scheduler.Pressure) bool {
+		busy, ok := p["m00"].PPM()
+		return ok && busy == 1_500_000 && p["m01"].Freshness() == scheduler.FreshnessFresh
+	})
+
+	for range 6 {
+		code, out, _ := r.do(t, "/v1/chat/completions", chatBody(2, false))
+		require.Equal(t, http.StatusOK, code, out)
+	}
+	r.wait(t, 6)
+	assert.Equal(t, []string{"m01", "m01", "m01", "m01", "m01", "m01"}, lastMembers(r, 6))
+
+	tel := capacityTelemetry(t, r)
+	require.NotNil(t, tel["m00"])
+	assert.Equal(t, scheduler.FreshnessFresh, tel["m00"].Freshness)
+	require.NotNil(t, tel["m00"].PressurePPM)
+	assert.Equal(t, int64(1_500_000), *tel["m00"].PressurePPM)
+	assert.Equal(t, scheduler.SignalValid, tel["m00"].RequestsState)
+	wantKV := scheduler.SignalValid
+	if e == "llamacpp" {
+		wantKV = scheduler.SignalMissing
+	}
+	assert.Equal(t, wantKV, tel["m00"].KVState)
+	assert.Equal(t, scheduler.FreshnessFresh, tel["m01"].Freshness)
 }
 
 // TestAnotherEnginesOrModelsPageIsUnknown: beside a member of the tier's engine (fresh), a member

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -48,6 +49,7 @@ type tierOpts struct {
 	memberCeiling int    // 0 = none
 	tierCeiling   int    // 0 = none
 	extra         string // extra YAML for the top level
+	model         string // the tier's served_model; "" = servedModel
 }
 
 func replicaYAML(ms []*member, o tierOpts) string {
@@ -58,7 +60,8 @@ func replicaYAML(ms []*member, o tierOpts) string {
 	}
 	b.WriteString(o.extra)
 	b.WriteString("aliases:\n  - id: chat\n    tier: replicas\ntiers:\n  - id: replicas\n    kind: replica\n")
-	fmt.Fprintf(&b, "    served_model: %s\n    host: 127.0.0.1\n    provenance: test fakes\n", servedModel)
+	model := cmp.Or(o.model, servedModel)
+	fmt.Fprintf(&b, "    served_model: %s\n    host: 127.0.0.1\n    provenance: test fakes\n", model)
 	if o.strategy != "" {
 		fmt.Fprintf(&b, "    replica_strategy: %s\n", o.strategy)
 	}

@@ -23,6 +23,7 @@ import (
 // member is one real fake-vLLM server on loopback, with a counter of the generation requests that
 // reached it (the router must call exactly one member once per admitted request).
 type member struct {
+	model   string // the model flood and warmMember ask for; "" = servedModel
 	fake    *fakevllm.Server
 	srv     *httptest.Server
 	calls   atomic.Int64
@@ -61,6 +62,14 @@ func (m *member) requestIDs() []string {
 }
 
 func (m *member) URL() string { return m.srv.URL }
+
+// served is the model requests sent straight to the member name.
+func (m *member) served() string {
+	if m.model == "" {
+		return servedModel
+	}
+	return m.model
+}
 
 func startMember(t *testing.T, model string, seed uint64) *member {
 	t.Helper()

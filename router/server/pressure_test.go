@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"testing"
@@ -24,7 +25,7 @@ func flood(t *testing.T, m *member, n int) func() {
 	var wg sync.WaitGroup
 	for range n {
 		wg.Go(func() {
-			body := `{"model":"` + servedModel + `","messages":[{"role":"user","content":"busy"}],"max_tokens":512,"ignore_eos":true,"stream":true}`
+			body := `{"model":"` + m.served() + `","messages":[{"role":"user","content":"busy"}],"max_tokens":512,"ignore_eos":true,"stream":true}`
 			req, _ := http.NewRequestWithContext(ctx, http.MethodPost, m.URL()+"/v1/chat/completions", strings.NewReader(body))
 			resp, err := http.DefaultClient.Do(req)
 			if err == nil {
@@ -41,10 +42,15 @@ func flood(t *testing.T, m *member, n int) func() {
 	return stop
 }
 
+// nudgeWait bounds a nudge's wait for its request to finish: a request cancelled before it reached
+// the handler never finishes there, so nothing would ever arrive on done.
+const nudgeWait = 5 * time.Second
+
 // nudge sends one routed request the caller abandons after a short deadline: admission selects (and
 // the pressure cache schedules due refreshes) whether or not the chosen member is fast. It returns once
-// the router has finished the request and released its lease.
-func nudge(t *testing.T, r *router) {
+// the router has finished the request and released its lease, once stop is closed, or after
+// nudgeWait, so a failing test fails at once instead of hanging to the go test timeout.
+func nudge(t *testing.T, r *router, stop <-chan struct{}) {
 	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.http.URL+"/v1/chat/completions", strings.NewReader(chatBody(1, false)))
@@ -53,7 +59,13 @@ func nudge(t *testing.T, r *router) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
-	<-r.done
+	wait := time.NewTimer(nudgeWait)
+	defer wait.Stop()
+	select {
+	case <-r.done:
+	case <-stop:
+	case <-wait.C:
+	}
 }
 
 // untilPressure waits, by events, until the cache's pressure for the tier satisfies ok. A background
@@ -69,7 +81,7 @@ func untilPressure(t *testing.T, r *router, ok func(map[string]scheduler.Pressur
 			case <-stop:
 				return
 			default:
-				nudge(t, r)
+				nudge(t, r, stop)
 			}
 		}
 	}()
@@ -149,7 +161,7 @@ func TestMetricsOutageIsUnknownNeverIdle(t *testing.T) {
 	// after any fresh member at equal local load. (The busy member is slow, so these callers leave
 	// early; the selection is what is checked.)
 	for range 4 {
-		nudge(t, r)
+		nudge(t, r, nil)
 	}
 	assert.Equal(t, []string{"m01", "m01", "m01", "m01"}, lastMembers(r, 4))
 	for _, rec := range r.srv.Decisions().Recent(4) {
@@ -169,4 +181,22 @@ func TestRoundRobinRunsNoTelemetry(t *testing.T) {
 	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "round_robin"}))
 	_, err := r.srv.Pressure("replicas")
 	assert.Error(t, err, "no capacity tier, no pressure cache")
+}
+
+// TestNudgeEndsWhenItsRequestNeverReachesTheRouter: a nudge whose request is refused before any
+// handler runs gets nothing on done; untilPressure's teardown (stop closed) must still end it, or
+// a failing pressure test hangs to the go test timeout instead of failing.
+func TestNudgeEndsWhenItsRequestNeverReachesTheRouter(t *testing.T) {
+	gone := httptest.NewServer(http.NotFoundHandler())
+	gone.Close() // every request is refused: no handler, so nothing is ever sent on done
+	r := &router{http: gone, done: make(chan string, 1)}
+	stop := make(chan struct{})
+	close(stop)
+	ended := make(chan struct{})
+	go func() { defer close(ended); nudge(t, r, stop) }()
+	select {
+	case <-ended:
+	case <-time.After(nudgeWait):
+		t.Fatal("nudge kept waiting for a request that never reached the router")
+	}
 }

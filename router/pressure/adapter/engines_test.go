@@ -61,6 +61,9 @@ func TestEngineFixtures(t *testing.T) {
 		// SGLang 0.4: model_name is the only label.
 		{adapter.SGLang, "sglang_v0_4.txt", llama,
 			pressure.Sample{Running: present(162), Waiting: present(2826), KVUsage: present(0.28)}},
+		// SGLang 0.3, its first names: the served model is the label name.
+		{adapter.SGLang, "sglang_v0_3.txt", llama,
+			pressure.Sample{Running: present(7), Waiting: present(3), KVUsage: present(0.41)}},
 		// Two versions: scheduled and waiting add up, KV is the fuller version's own fraction.
 		{adapter.TRTLLM, "trtllm_current.txt", triton,
 			pressure.Sample{Running: present(11), Waiting: present(4), KVUsage: present(0.679436)}},
@@ -92,7 +95,7 @@ func TestEngineFixtures(t *testing.T) {
 var enginePages = map[string][]string{
 	adapter.VLLM: {"../../scrape/testdata/current_two_engines.txt", "../../scrape/testdata/legacy.txt",
 		"../../scrape/testdata/by_reason.txt", "../../scrape/testdata/other_models.txt"},
-	adapter.SGLang:   {"sglang_current_dp2.txt", "sglang_all_schedulers_tp2.txt", "sglang_v0_4.txt"},
+	adapter.SGLang:   {"sglang_current_dp2.txt", "sglang_all_schedulers_tp2.txt", "sglang_v0_4.txt", "sglang_v0_3.txt"},
 	adapter.TRTLLM:   {"trtllm_current.txt", "trtllm_2024.txt"},
 	adapter.LlamaCpp: {"llamacpp_current.txt", "llamacpp_2024.txt"},
 	adapter.TGI:      {"tgi_3.txt", "tgi_2_3.txt"},
@@ -126,6 +129,7 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 		{adapter.SGLang, "sglang_current_dp2.txt", "Qwen/Qwen2.5-7B-Instruct"},
 		{adapter.SGLang, "sglang_v0_4.txt", "meta-llama/Llama-3.1-8B"}, // a prefix of the page's
 		{adapter.SGLang, "sglang_all_schedulers_tp2.txt", llama + "-AWQ"},
+		{adapter.SGLang, "sglang_v0_3.txt", "Qwen/Qwen2.5-7B-Instruct"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.page+"/"+tt.model, func(t *testing.T) {
@@ -133,6 +137,15 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 			assert.Equal(t, pressure.ClassUnknown, cl)
 			assert.Equal(t, pressure.Sample{}, got)
 		})
+	}
+	// A model that is not one of Triton's TensorRT-LLM steps (a vLLM-backend model beside an
+	// unrelated tensorrt_llm model on one Triton) never borrows tensorrt_llm's pressure.
+	for _, page := range []string{"trtllm_current.txt", "trtllm_2024.txt"} {
+		for _, served := range []string{"llama_vllm", "preprocessing", "Ensemble", "ensemble_2"} {
+			got, cl := read(t, adapter.TRTLLM, readPage(t, page), served)
+			assert.Equal(t, pressure.ClassUnknown, cl, page+"/"+served)
+			assert.Equal(t, pressure.Sample{}, got, page+"/"+served)
+		}
 	}
 	// A Triton page whose nv_trt_llm_* series name another repository's engine model (neither the
 	// served model nor the conventional tensorrt_llm backend) carries no signal for the ensemble.
@@ -146,7 +159,7 @@ func TestOtherModelOnlyIsUnknown(t *testing.T) {
 
 // TestTritonEnsembleReadsItsBackend: a tier serving Triton's ensemble (or BLS) model reads the
 // tensorrt_llm backend model's executor, the one its requests run on, exactly as a tier that
-// serves tensorrt_llm itself does.
+// serves tensorrt_llm itself does; only those step names borrow it.
 func TestTritonEnsembleReadsItsBackend(t *testing.T) {
 	for _, tt := range []struct{ page, served string }{
 		{"trtllm_current.txt", "ensemble"},

@@ -12,8 +12,10 @@ import (
 // the largest series within a group. It is for an engine whose page repeats one group's counts on
 // several series: SGLang's data-parallel ranks (dp_rank) hold their own requests, but the tensor-
 // and pipeline-parallel ranks of one group run the same batch, so with every scheduler reporting
-// they print the group's counts once per rank. A series without groupLabel is the group "". The
-// served model's series are picked and checked as CountSignal picks and checks them.
+// they print the group's counts once per rank. A page without groupLabel is one group; a page
+// where some of the model's series carry groupLabel and others do not is malformed: the unlabelled
+// series may be another group or a total of the labelled ones, and summing them would double
+// count. The served model's series are picked and checked as CountSignal picks and checks them.
 func ReplicaCountSignal(mf *dto.MetricFamily, modelLabel, servedModel, groupLabel string) scheduler.Metric {
 	type group struct {
 		name string
@@ -21,19 +23,21 @@ func ReplicaCountSignal(mf *dto.MetricFamily, modelLabel, servedModel, groupLabe
 	}
 	var groups []group
 	valid := true
+	grouped, ungrouped := false, false
 	ok := eachSeries(mf, modelLabel, servedModel, func(labels []*dto.LabelPair, v float64) {
 		if !validCount(v) {
 			valid = false
 			return
 		}
 		name := labelValue(labels, groupLabel)
+		grouped, ungrouped = grouped || name != "", ungrouped || name == ""
 		if i := slices.IndexFunc(groups, func(g group) bool { return g.name == name }); i >= 0 {
 			groups[i].high = max(groups[i].high, v)
 			return
 		}
 		groups = append(groups, group{name: name, high: v})
 	})
-	if !ok || !valid {
+	if !ok || !valid || (grouped && ungrouped) {
 		return scheduler.MalformedMetric()
 	}
 	if len(groups) == 0 {

@@ -25,3 +25,16 @@ const (
 	// dp_rank tells groups apart.
 	sglangDPRank = "dp_rank"
 )
+
+// SGLang's first metrics (0.3, python/sglang/srt/metrics/metrics_collector.py, late 2024; sample
+// page: docs/references/production_metrics.md of that time), replaced by the names above. Each
+// gauge was registered with multiprocess_mode="sum", so prometheus_client printed one series per
+// model summed over the processes, and the only label was name, the served model name.
+const (
+	// gauge, "Number of requests currently running on GPU".
+	sglangLegacyRunning = "sglang:num_requests_running"
+	// gauge, "Number of requests waiting to be processed.".
+	sglangLegacyWaiting = "sglang:num_requests_waiting"
+	// The served model's label on those pages (token_usage included).
+	sglangLegacyModel = "name"
+)

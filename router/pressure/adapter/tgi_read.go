@@ -12,12 +12,15 @@ import (
 // waiting tgi_queue_size. TGI prints no KV-cache usage; the KV signal is the share of the KV token
 // budget the current batch reserves, tgi_batch_current_max_tokens / tgi_batch_max_total_tokens:
 // each request reserves its prompt plus max_new_tokens, so this is at least the tokens the batch
-// really holds (an upper estimate). It is missing before TGI 2.3.1 (no budget on the page) and
-// until the first batch; a budget of 0 or a reservation above it is malformed.
+// really holds (an upper estimate). With prefix caching a shared prefix is reserved once per request
+// that reuses it, so the reservation can exceed the budget: that reads as a full cache (1), not as
+// a malformed page. It is missing before TGI 2.3.1 (no budget on the page) and until the first
+// batch; a budget of 0 is malformed. TGI prints these series without labels: a labelled one makes
+// its signal malformed (CountSignalAll, SingleValue).
 func ReadTGI(families map[string]*dto.MetricFamily, _ string) pressure.Sample {
 	return pressure.Sample{
 		Running: CountSignalAll(families[tgiRunning]),
 		Waiting: CountSignalAll(families[tgiWaiting]),
-		KVUsage: BlockFraction(SingleValue(families[tgiBatchTokens]), SingleValue(families[tgiTotalTokens])),
+		KVUsage: ReservationFraction(SingleValue(families[tgiBatchTokens]), SingleValue(families[tgiTotalTokens])),
 	}
 }

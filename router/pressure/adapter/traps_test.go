@@ -38,6 +38,11 @@ func sgl(name, labels, value string) string {
 	return fmt.Sprintf("# TYPE %s gauge\n%s{model_name=%q%s} %s\n", name, name, llama, labels, value)
 }
 
+// old is a series of SGLang's first metrics, labelled name.
+func old(name, model, value string) string {
+	return fmt.Sprintf("# TYPE %s gauge\n%s{name=%q} %s\n", name, name, model, value)
+}
+
 func TestSGLangTraps(t *testing.T) {
 	many := "# TYPE sglang:num_running_reqs gauge\n"
 	for i := range 65 {
@@ -61,8 +66,20 @@ func TestSGLangTraps(t *testing.T) {
 		{"duplicate series", sgl("sglang:num_running_reqs", `,tp_rank="0"`, "2") +
 			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,tp_rank=\"0\"} 2\n", llama), sample(bad, missing, missing)},
 		{"too many series", many, sample(bad, missing, missing)},
-		{"old names are not read", sgl("sglang:num_requests_running", "", "3") + sgl("sglang:num_requests_waiting", "", "1"),
-			sample(missing, missing, missing)},
+		// One series with dp_rank and one without: a group or a total? Refused, never summed.
+		{"dp_rank on some series only", sgl("sglang:num_running_reqs", `,dp_rank="0"`, "4") +
+			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,tp_rank=\"0\"} 4\n", llama) + sgl("sglang:num_queue_reqs", "", "1"),
+			sample(bad, present(1), missing)},
+		{"dp_rank on every series", sgl("sglang:num_running_reqs", `,dp_rank="0"`, "4") +
+			fmt.Sprintf("sglang:num_running_reqs{model_name=%q,dp_rank=\"1\"} 2\n", llama), sample(present(6), missing, missing)},
+		{"old names, labelled name", old("sglang:num_requests_running", llama, "3") + old("sglang:num_requests_waiting", llama, "1") +
+			old("sglang:token_usage", llama, "0.5"), sample(present(3), present(1), present(0.5))},
+		{"old names, other model", old("sglang:num_requests_running", "Qwen/Qwen2.5-7B-Instruct", "3"), sample(missing, missing, missing)},
+		{"old waiting only", old("sglang:num_requests_waiting", llama, "2"), sample(missing, present(2), missing)},
+		{"current names win over old", sgl("sglang:num_running_reqs", "", "4") + old("sglang:num_requests_running", llama, "9"),
+			sample(present(4), missing, missing)},
+		{"old token usage above 1", old("sglang:num_requests_running", llama, "1") + old("sglang:token_usage", llama, "1.5"),
+			sample(present(1), missing, bad)},
 	})
 }
 
@@ -94,7 +111,14 @@ func TestTRTLLMTraps(t *testing.T) {
 		{"derived waiting: active below scheduled", reqs("1 scheduled 6", "1 active 5"), sample(present(6), bad, missing)},
 		{"derived waiting: active missing", reqs("1 scheduled 6"), sample(present(6), missing, missing)},
 		{"used above max", kv("1 used 11", "1 max 10"), sample(missing, missing, bad)},
-		{"max of 0", kv("1 used 0", "1 max 0"), sample(missing, missing, bad)},
+		// A max of 0 blocks is no KV figure: missing in both paths, and the counts stay usable.
+		{"legacy max of 0", reqs("1 scheduled 3", "1 waiting 1") + kv("1 used 0", "1 max 0"),
+			sample(present(3), present(1), missing)},
+		{"fraction with max of 0", reqs("1 scheduled 3", "1 waiting 1") + kv("1 fraction 0", "1 used 0", "1 max 0"),
+			sample(present(3), present(1), missing)},
+		{"a version with max 0 beside a full one", kv("1 fraction 0", "1 max 0", "2 fraction 0.75", "2 max 100"),
+			sample(missing, missing, present(0.75))},
+		{"used above a max of 0 is still no figure", kv("1 used 5", "1 max 0"), sample(missing, missing, missing)},
 		{"used without max", kv("1 used 3", "1 free 7"), sample(missing, missing, missing)},
 		{"fraction above 1", kv("1 fraction 1.5", "1 used 3", "1 max 10"), sample(missing, missing, bad)},
 		{"fraction preferred to blocks", kv("1 fraction 0.5", "1 used 3", "1 max 10"), sample(missing, missing, present(0.5))},
@@ -116,6 +140,15 @@ func TestLlamaCppTraps(t *testing.T) {
 		{"NaN slots", gauge("llamacpp:requests_processing", "NaN"), sample(bad, missing, missing)},
 		{"ratio above 1", gauge("llamacpp:kv_cache_usage_ratio", "1.01"), sample(missing, missing, bad)},
 		{"tokens without a ratio", gauge("llamacpp:kv_cache_tokens", "4096"), sample(missing, missing, missing)},
+		// llama-server prints no labels; a labelled series (router mode's model="other") is refused,
+		// never counted as the served model's and never skipped.
+		{"another model's slots", gauge("llamacpp:requests_processing", "1") +
+			"llamacpp:requests_processing{model=\"other\"} 7\n" + gauge("llamacpp:requests_deferred", "0"),
+			sample(bad, present(0), missing)},
+		{"only labelled series", "# TYPE llamacpp:requests_deferred gauge\nllamacpp:requests_deferred{model=\"other\"} 3\n",
+			sample(missing, bad, missing)},
+		{"labelled ratio", "# TYPE llamacpp:kv_cache_usage_ratio gauge\nllamacpp:kv_cache_usage_ratio{slot=\"0\"} 0.5\n",
+			sample(missing, missing, bad)},
 	})
 }
 
@@ -124,11 +157,20 @@ func TestTGITraps(t *testing.T) {
 	runTraps(t, adapter.TGI, llama, []trap{
 		{"before the first batch", budget + gauge("tgi_queue_size", "0"), sample(missing, present(0), missing)},
 		{"budget of 0", gauge("tgi_batch_current_max_tokens", "0") + gauge("tgi_batch_max_total_tokens", "0"), sample(missing, missing, bad)},
-		{"reservation above the budget", gauge("tgi_batch_current_max_tokens", "1001") + budget, sample(missing, missing, bad)},
+		// Prefix caching reserves a shared prefix once per request: above the budget is full, and
+		// the valid counts beside it stay usable.
+		{"reservation above the budget", gauge("tgi_batch_current_size", "30") + gauge("tgi_queue_size", "9") +
+			gauge("tgi_batch_current_max_tokens", "70000") + gauge("tgi_batch_max_total_tokens", "64000"),
+			sample(present(30), present(9), present(1))},
+		{"infinite reservation", gauge("tgi_batch_current_max_tokens", "+Inf") + budget, sample(missing, missing, bad)},
 		{"fractional tokens", gauge("tgi_batch_current_max_tokens", "10.5") + budget, sample(missing, missing, bad)},
 		{"full", gauge("tgi_batch_current_max_tokens", "1000") + budget, sample(missing, missing, present(1))},
 		{"two budgets", gauge("tgi_batch_current_max_tokens", "10") + budget + "tgi_batch_max_total_tokens{shard=\"1\"} 2000\n",
 			sample(missing, missing, bad)},
+		{"labelled batch size", gauge("tgi_queue_size", "2") + "# TYPE tgi_batch_current_size gauge\ntgi_batch_current_size{model=\"other\"} 9\n",
+			sample(bad, present(2), missing)},
+		{"labelled queue beside the plain one", gauge("tgi_queue_size", "2") + "tgi_queue_size{shard=\"1\"} 5\n",
+			sample(missing, bad, missing)},
 		{"infinite budget", gauge("tgi_batch_current_max_tokens", "10") + gauge("tgi_batch_max_total_tokens", "+Inf"), sample(missing, missing, bad)},
 	})
 }
@@ -150,5 +192,24 @@ func TestBlockFraction(t *testing.T) {
 	}
 	for _, tt := range tests {
 		assert.Equal(t, tt.want, adapter.BlockFraction(tt.used, tt.total), "%v/%v", tt.used, tt.total)
+	}
+}
+
+// TestReservationFraction: an upper estimate above its total is a full cache; everything else is
+// read as BlockFraction reads it (here the used > total case is the only difference).
+func TestReservationFraction(t *testing.T) {
+	tests := []struct {
+		used, total, want scheduler.Metric
+	}{
+		{present(70000), present(64000), present(1)},
+		{present(1), present(4), present(0.25)},
+		{present(5), present(0), bad},
+		{present(5.5), present(4), bad},
+		{present(-1), present(4), bad},
+		{missing, present(4), missing},
+		{bad, present(4), bad},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, adapter.ReservationFraction(tt.used, tt.total), "%v/%v", tt.used, tt.total)
 	}
 }

@@ -36,3 +36,9 @@ const (
 	// tensorrt_llm): the executor behind a served ensemble or BLS model.
 	trtBackendModel = "tensorrt_llm"
 )
+
+// tritonStepModels are the served models of Triton's TensorRT-LLM repository that run their
+// requests on the tensorrt_llm backend model (all_models/inflight_batcher_llm/ensemble and
+// tensorrt_llm_bls). Only these borrow its series: any other model beside a tensorrt_llm model
+// (a vLLM-backend model on the same Triton, say) is not its executor.
+var tritonStepModels = [...]string{"ensemble", "tensorrt_llm_bls"}

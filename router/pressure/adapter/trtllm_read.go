@@ -1,6 +1,8 @@
 package adapter
 
 import (
+	"slices"
+
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/anvil-llm/anvil/router/pressure"
@@ -20,19 +22,24 @@ const (
 	trtColMax
 )
 
-// ReadTRTLLM keeps the series whose model label equals servedModel exactly or, when the page has
-// none for it, those of the model named tensorrt_llm: Triton's TensorRT-LLM model repository
-// (all_models/inflight_batcher_llm) serves an ensemble or BLS model whose requests run on that one
-// backend model, and the readiness rule lets a member list only those steps beside the served model,
-// so the tensorrt_llm executor is the served model's. A page whose nv_trt_llm_* series name only
-// another Triton model carries no signal. Each loaded version of the model (label version) has its own executor: the
-// running requests are request_type="scheduled" summed over versions, the waiting ones
-// request_type="waiting" summed (older backends without it: active minus scheduled, which is how
-// the backend computes it), and KV usage is the fullest version's kv_cache_block_type="fraction",
-// or used/max blocks where the backend prints no fraction. A version missing a series the others
-// have, active below scheduled, used above max or a max of 0 are malformed.
+// ReadTRTLLM keeps the series whose model label equals servedModel exactly or, when the served
+// model is one of the steps of Triton's TensorRT-LLM model repository (ensemble or
+// tensorrt_llm_bls, all_models/inflight_batcher_llm) and the page has none for it, those of the
+// model named tensorrt_llm: those steps run their requests on that one backend model, and the
+// readiness rule lets a member list only such steps beside the served model, so the tensorrt_llm
+// executor is the served model's. Any other served model never borrows tensorrt_llm's series, and
+// a page whose nv_trt_llm_* series name only another Triton model carries no signal. Each loaded
+// version of the model (label version) has its own executor: the running requests are
+// request_type="scheduled" summed over versions, the waiting ones request_type="waiting" summed
+// (older backends without it: active minus scheduled, which is how the backend computes it), and
+// KV usage is the fullest version's kv_cache_block_type="fraction", or used/max blocks where the
+// backend prints no fraction. A max of 0 blocks is no KV figure (the backend has no KV cache
+// manager, or no figures yet; its fraction is then a placeholder 0): the KV signal is missing.
+// A version missing a series the others have, active below scheduled and used above max are
+// malformed.
 func ReadTRTLLM(families map[string]*dto.MetricFamily, servedModel string) pressure.Sample {
-	if !names(families[trtRequests], servedModel) && !names(families[trtKVBlocks], servedModel) {
+	if slices.Contains(tritonStepModels[:], servedModel) &&
+		!names(families[trtRequests], servedModel) && !names(families[trtKVBlocks], servedModel) {
 		servedModel = trtBackendModel
 	}
 	var s pressure.Sample
@@ -75,15 +82,16 @@ func trtWaiting(rows []row) scheduler.Metric {
 }
 
 // trtKV is the fullest version's KV fraction: the backend's own fraction, else used/max blocks.
-// Every version must yield one, or none does.
+// Every version with a KV cache (max not 0) must yield one, or none does.
 func trtKV(rows []row) scheduler.Metric {
 	var out scheduler.Metric
-	present := 0
+	present, cacheless := 0, 0
 	for _, r := range rows {
-		m := BlockFraction(cell(r, trtColUsed), cell(r, trtColMax))
-		if r.has[trtColFraction] {
-			m = fractionMetric([]float64{r.vals[trtColFraction]}, true)
+		if r.has[trtColMax] && r.vals[trtColMax] == 0 {
+			cacheless++ // no KV figure, by the backend's own account: not a lost series
+			continue
 		}
+		m := trtVersionKV(r)
 		if m.Malformed {
 			return m
 		}
@@ -92,10 +100,20 @@ func trtKV(rows []row) scheduler.Metric {
 			out = scheduler.Metric{Value: max(out.Value, m.Value), Present: true}
 		}
 	}
-	if present != 0 && present != len(rows) {
+	if present != 0 && present != len(rows)-cacheless {
 		return scheduler.MalformedMetric() // one version has a KV figure and another none
 	}
 	return out
+}
+
+// trtVersionKV is one version's KV fraction: its own fraction, else used/max. trtKV has left out
+// a version whose max is 0 blocks: its fraction is a placeholder 0 whatever the cache holds, and
+// used/0 has no meaning.
+func trtVersionKV(r row) scheduler.Metric {
+	if r.has[trtColFraction] {
+		return fractionMetric([]float64{r.vals[trtColFraction]}, true)
+	}
+	return BlockFraction(cell(r, trtColUsed), cell(r, trtColMax))
 }
 
 // cell is one row's kind k as a metric: missing when the row lacks it.
