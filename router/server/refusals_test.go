@@ -147,6 +147,7 @@ var sentinels = map[string]error{
 	"audioform.ErrBadModel": audioform.ErrBadModel, "audioform.ErrBadPartName": audioform.ErrBadPartName,
 	"audioform.ErrDuplicateFile": audioform.ErrDuplicateFile, "audioform.ErrDuplicateModel": audioform.ErrDuplicateModel,
 	"audioform.ErrFieldTooLarge": audioform.ErrFieldTooLarge, "audioform.ErrMalformed": audioform.ErrMalformed,
+	"audioform.ErrHeldRead":     audioform.ErrHeldRead,
 	"audioform.ErrMissingModel": audioform.ErrMissingModel, "audioform.ErrModelAfterFile": audioform.ErrModelAfterFile,
 	"audioform.ErrNotMultipart": audioform.ErrNotMultipart, "audioform.ErrTooManyParts": audioform.ErrTooManyParts,
 }
@@ -167,6 +168,7 @@ var noRow = map[string]string{
 	"routing.ErrSuperseded":        "admission.ErrSuperseded itself: never answered, the walk retries (resolveAdmit)",
 	"admission.ErrStale":           "reload only: a Commit over a superseded generation, never on the request path",
 	"routing.ErrNotNext":           "reload only: Publish of a generation Next did not build, never on the request path",
+	"audioform.ErrHeldRead":        "the router's own spool, not the caller's form: formRefused answers it 500 (503 shutting_down when the spool closed), TestHeldReadRefused",
 }
 
 // exportedSentinels returns pkg.ErrX for every exported package-level Err variable in dir's
