@@ -75,15 +75,8 @@ func runCalibrate(cmd *cobra.Command, f *calibrateFlags) error {
 	if err := r.Text(cmd.OutOrStdout()); err != nil {
 		return err
 	}
-	if f.json != "" {
-		if err := cli.WriteFile(f.json, r.JSON); err != nil {
-			return err
-		}
-	}
-	if f.markdown != "" {
-		if err := cli.WriteFile(f.markdown, r.Markdown); err != nil {
-			return err
-		}
+	if err := writeFiles(f.json, r.JSON, f.markdown, r.Markdown); err != nil {
+		return err
 	}
 	if f.plots == "" {
 		return nil

@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -230,11 +229,7 @@ func saveReport(r *report.Report, dir string) error {
 		return err
 	}
 	o := outputs{json: filepath.Join(dir, r.Scenario+".json"), markdown: filepath.Join(dir, r.Scenario+".md")}
-	if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
-		return err
-	}
-	md := r.Markdown()
-	return cli.WriteFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err })
+	return writeFiles(o.json, r.WriteJSON, o.markdown, text(r.Markdown))
 }
 
 func newList() *cobra.Command {

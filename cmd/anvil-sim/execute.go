@@ -123,6 +123,25 @@ func (o *outputs) decisionSink(opts *sim.Options, strategy string, several bool)
 	}, nil
 }
 
+// writeFiles writes a report's JSON and Markdown renderings to the paths asked for; an empty path
+// skips its rendering.
+func writeFiles(jsonPath string, writeJSON func(io.Writer) error, mdPath string, writeMD func(io.Writer) error) error {
+	if jsonPath != "" {
+		if err := cli.WriteFile(jsonPath, writeJSON); err != nil {
+			return err
+		}
+	}
+	if mdPath != "" {
+		return cli.WriteFile(mdPath, writeMD)
+	}
+	return nil
+}
+
+// text turns a string rendering into a writer function, rendered only when it is written.
+func text(render func() string) func(io.Writer) error {
+	return func(w io.Writer) error { _, err := io.WriteString(w, render()); return err }
+}
+
 // write puts the report on stdout and into the requested files.
 func (o *outputs) write(r *report.Report, w wall, stdout io.Writer) error {
 	if o.quiet {
@@ -131,16 +150,8 @@ func (o *outputs) write(r *report.Report, w wall, stdout io.Writer) error {
 		fmt.Fprint(stdout, r.Text())
 	}
 	fmt.Fprintln(stdout, w.line())
-	if o.json != "" {
-		if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if o.markdown != "" {
-		md := r.Markdown()
-		if err := cli.WriteFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err }); err != nil {
-			return err
-		}
+	if err := writeFiles(o.json, r.WriteJSON, o.markdown, text(r.Markdown)); err != nil {
+		return err
 	}
 	if o.plots != "" {
 		return writePlots(r, o.plots)

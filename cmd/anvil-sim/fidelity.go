@@ -92,17 +92,7 @@ func writeFidelity(r *fidelity.Report, w wall, o *outputs, stdout io.Writer) err
 		return err
 	}
 	fmt.Fprintln(stdout, w.line())
-	if o.json != "" {
-		if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if o.markdown != "" {
-		if err := cli.WriteFile(o.markdown, r.Markdown); err != nil {
-			return err
-		}
-	}
-	return nil
+	return writeFiles(o.json, r.WriteJSON, o.markdown, r.Markdown)
 }
 
 // newReplay replays a bench run against one real member through the engine model.
@@ -144,15 +134,8 @@ gap that is not the model's. It exits 1 when a figure is outside issue 15's boun
 			if err := r.Text(cmd.OutOrStdout()); err != nil {
 				return err
 			}
-			if o.json != "" {
-				if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
-					return err
-				}
-			}
-			if o.markdown != "" {
-				if err := cli.WriteFile(o.markdown, r.Markdown); err != nil {
-					return err
-				}
+			if err := writeFiles(o.json, r.WriteJSON, o.markdown, r.Markdown); err != nil {
+				return err
 			}
 			if !r.Passed {
 				return errOutside

@@ -108,16 +108,8 @@ func writePolicies(r *report.PolicyReport, w wall, o *outputs, stdout io.Writer)
 		fmt.Fprint(stdout, r.Text())
 	}
 	fmt.Fprintln(stdout, w.line())
-	if o.json != "" {
-		if err := cli.WriteFile(o.json, r.WriteJSON); err != nil {
-			return err
-		}
-	}
-	if o.markdown != "" {
-		md := r.Markdown()
-		if err := cli.WriteFile(o.markdown, func(w io.Writer) error { _, err := io.WriteString(w, md); return err }); err != nil {
-			return err
-		}
+	if err := writeFiles(o.json, r.WriteJSON, o.markdown, text(r.Markdown)); err != nil {
+		return err
 	}
 	if o.plots == "" {
 		return nil
