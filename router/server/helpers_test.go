@@ -38,9 +38,10 @@ const (
 // router is a real anvil router on loopback. done receives once per finished front-door request,
 // after every deferred release and record of that request has run.
 type router struct {
-	srv  *server.Server
-	http *httptest.Server
-	done chan string
+	srv    *server.Server
+	http   *httptest.Server
+	done   chan string // every finished request but a nudge, by path
+	nudges sync.Map    // nudge ID -> *nudgeTrace: a nudge waits for its own request, never another's
 }
 
 type tierOpts struct {
@@ -133,7 +134,12 @@ func startRouterWith(t testing.TB, yaml string, o routerOptions) *router {
 	r := &router{srv: srv, done: make(chan string, 1024)}
 	h := srv.Handler()
 	r.http = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		defer func() { r.done <- req.URL.Path }() // also when the handler aborts the connection
+		if nt := r.nudgeOf(req); nt != nil {
+			close(nt.entered)
+			defer close(nt.finished) // also when the handler aborts the connection
+		} else {
+			defer func() { r.done <- req.URL.Path }() // also when the handler aborts the connection
+		}
 		if o.writer != nil {
 			w = o.writer(w, req)
 		}

@@ -5,8 +5,10 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,29 +44,89 @@ func flood(t *testing.T, m *member, n int) func() {
 	return stop
 }
 
-// nudgeWait bounds a nudge's wait for its request to finish: a request cancelled before it reached
-// the handler never finishes there, so nothing would ever arrive on done.
-const nudgeWait = 5 * time.Second
+// nudgeWait bounds each of a nudge's waits, so a failing test fails at once instead of hanging to the
+// go test timeout; nudgeLeave is how long a nudge's caller stays once the router has begun its request.
+const (
+	nudgeWait  = 5 * time.Second
+	nudgeLeave = 150 * time.Millisecond
+)
 
-// nudge sends one routed request the caller abandons after a short deadline: admission selects (and
-// the pressure cache schedules due refreshes) whether or not the chosen member is fast. It returns once
-// the router has finished the request and released its lease, once stop is closed, or after
-// nudgeWait, so a failing test fails at once instead of hanging to the go test timeout.
-func nudge(t *testing.T, r *router, stop <-chan struct{}) {
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.http.URL+"/v1/chat/completions", strings.NewReader(chatBody(1, false)))
-	req.Header.Set("Authorization", "Bearer "+callerToken)
-	if resp, err := http.DefaultClient.Do(req); err == nil {
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
+// nudgeHeader names a nudge's request, so the router's wrapper reports that request to that nudge alone.
+const nudgeHeader = "X-Test-Nudge"
+
+var nudgeSeq atomic.Uint64
+
+// nudgeTrace is what the router's wrapper reports of one nudge's request: entered when its handler
+// begins, finished when the handler has returned (the lease is released by then).
+type nudgeTrace struct{ entered, finished chan struct{} }
+
+// nudgeOf returns the trace of the nudge that sent req, or nil for any other request.
+func (r *router) nudgeOf(req *http.Request) *nudgeTrace {
+	id := req.Header.Get(nudgeHeader)
+	if id == "" {
+		return nil
 	}
-	wait := time.NewTimer(nudgeWait)
-	defer wait.Stop()
+	if v, ok := r.nudges.Load(id); ok {
+		return v.(*nudgeTrace)
+	}
+	return nil
+}
+
+// nudge sends one routed request and abandons it nudgeLeave after the router began it: admission selects
+// (and the pressure cache schedules due refreshes) whether or not the chosen member is fast. It returns
+// only once the router has finished that very request and released its lease, so the next selection
+// sees no load a nudge left behind and no other request's end is taken for its own. A request the
+// router never receives ends the nudge as soon as its send fails.
+func nudge(t *testing.T, r *router) {
+	t.Helper()
+	id := strconv.FormatUint(nudgeSeq.Add(1), 10)
+	nt := &nudgeTrace{entered: make(chan struct{}), finished: make(chan struct{})}
+	r.nudges.Store(id, nt)
+	defer r.nudges.Delete(id)
+	ctx, cancel := context.WithCancel(context.Background())
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, r.http.URL+"/v1/chat/completions", strings.NewReader(chatBody(1, false)))
+		req.Header.Set("Authorization", "Bearer "+callerToken)
+		req.Header.Set(nudgeHeader, id)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			_, _ = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+	}()
+	defer func() { cancel(); <-sent }()
+	if !nudgeWaitFor(t, nt.entered, sent) {
+		return // refused before any handler ran: there is nothing of it to wait for
+	}
+	leave := time.NewTimer(nudgeLeave)
+	defer leave.Stop()
 	select {
-	case <-r.done:
-	case <-stop:
-	case <-wait.C:
+	case <-sent:
+	case <-leave.C:
+		cancel()
+	}
+	nudgeWaitFor(t, nt.finished, nil)
+}
+
+// nudgeWaitFor waits, at most nudgeWait, for c to close; it reports false if c did not, because
+// instead the request's send ended (ended closed first) or the guard expired.
+func nudgeWaitFor(t *testing.T, c, ended <-chan struct{}) bool {
+	guard := time.NewTimer(nudgeWait)
+	defer guard.Stop()
+	select {
+	case <-c:
+		return true
+	case <-ended:
+		select { // both may be ready: a request the router answered had entered first
+		case <-c:
+			return true
+		default:
+			return false
+		}
+	case <-guard.C:
+		t.Errorf("nudge: no word from the router's handler in %s", nudgeWait)
+		return false
 	}
 }
 
@@ -81,7 +143,7 @@ func untilPressure(t *testing.T, r *router, ok func(map[string]scheduler.Pressur
 			case <-stop:
 				return
 			default:
-				nudge(t, r, stop)
+				nudge(t, r)
 			}
 		}
 	}()
@@ -161,7 +223,7 @@ func TestMetricsOutageIsUnknownNeverIdle(t *testing.T) {
 	// after any fresh member at equal local load. (The busy member is slow, so these callers leave
 	// early; the selection is what is checked.)
 	for range 4 {
-		nudge(t, r, nil)
+		nudge(t, r)
 	}
 	assert.Equal(t, []string{"m01", "m01", "m01", "m01"}, lastMembers(r, 4))
 	for _, rec := range r.srv.Decisions().Recent(4) {
@@ -184,19 +246,32 @@ func TestRoundRobinRunsNoTelemetry(t *testing.T) {
 }
 
 // TestNudgeEndsWhenItsRequestNeverReachesTheRouter: a nudge whose request is refused before any
-// handler runs gets nothing on done; untilPressure's teardown (stop closed) must still end it, or
-// a failing pressure test hangs to the go test timeout instead of failing.
+// handler runs hears nothing from the router; it must end as soon as its send fails, not sit out its
+// guard, or every pressure test that meets a refused request slows to nudgeWait per nudge.
 func TestNudgeEndsWhenItsRequestNeverReachesTheRouter(t *testing.T) {
 	gone := httptest.NewServer(http.NotFoundHandler())
-	gone.Close() // every request is refused: no handler, so nothing is ever sent on done
-	r := &router{http: gone, done: make(chan string, 1)}
-	stop := make(chan struct{})
-	close(stop)
+	gone.Close() // every request is refused: no handler ever runs
+	r := &router{http: gone}
 	ended := make(chan struct{})
-	go func() { defer close(ended); nudge(t, r, stop) }()
+	go func() { defer close(ended); nudge(t, r) }()
 	select {
 	case <-ended:
-	case <-time.After(nudgeWait):
+	case <-time.After(nudgeWait / 2): // well before the nudge's own guard would end it
 		t.Fatal("nudge kept waiting for a request that never reached the router")
 	}
+}
+
+// TestNudgeWaitsForItsOwnRequest: another request's end must not end a nudge, or the next selection
+// still sees the nudge's lease (the race behind a failed CI run of TestMetricsOutageIsUnknownNeverIdle).
+func TestNudgeWaitsForItsOwnRequest(t *testing.T) {
+	ms := startMembers(t, 2)
+	slow(t, ms[0], 200)
+	slow(t, ms[1], 200) // every member outlasts the nudge's stay, so the router is cancelled mid-relay
+	r := startRouter(t, replicaYAML(ms, tierOpts{strategy: "capacity", memberCeiling: 8}))
+	r.done <- "/v1/chat/completions" // a stale end from some other request, already waiting
+	nudge(t, r)
+	snap := r.srv.Admission().Snapshots()
+	require.Len(t, snap, 1)
+	assert.Zero(t, snap[0].Active, "the nudge returned while its own request still held a lease")
+	assert.Len(t, r.done, 1, "a nudge takes no other request's end")
 }
