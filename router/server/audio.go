@@ -31,35 +31,43 @@ var errAudioTooLarge = apiError{http.StatusRequestEntityTooLarge, "audio upload 
 // Attempt and Finish runs in the one defer.
 func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		g := s.genOf(c)
-		at := g.router.Begin(requestID(c), s.now())
-		at.Correlate(callerRequestID(c))
-		_, caller := s.callerOf(c, g)
-		at.Identify(caller)
-		defer s.finish(c, &at)
-
-		var held *heldUpload
-		defer func() { _ = held.Close() }() // every path: a refusal, a departed caller, a panic, a shutdown
-		form, ok := s.openForm(c, g, &held)
-		if !ok {
-			return
-		}
-		if !form.Held() {
-			// The file is still unread: a refusal before the attempt closes the connection (see
-			// openForm); relayForm hands the decision to uploadWriter.
-			c.Header("Connection", "close")
-		}
-		req, err := request.FormRequest(ep, form.Model(), form.Stream())
-		if err != nil {
-			abort(c, requestError(err))
-			return
-		}
-		g, tier, target, ok := s.resolveAdmit(c, g, &at, req)
-		if !ok {
-			return
-		}
-		s.relayForm(c, g, &at, ep, form, tier, target)
+		var l linger
+		s.audioAttempt(c, ep, &l)
+		l.finish(c) // the attempt is over and its lease released; a panic skips it (the connection is aborted)
 	}
+}
+
+// audioAttempt is one audio form request up to its decision record, leaving to l what remains to read.
+func (s *Server) audioAttempt(c *gin.Context, ep request.Endpoint, l *linger) {
+	g := s.genOf(c)
+	at := g.router.Begin(requestID(c), s.now())
+	at.Correlate(callerRequestID(c))
+	_, caller := s.callerOf(c, g)
+	at.Identify(caller)
+	defer s.finish(c, &at)
+	l.limit = g.cfg.Limits().MaxAudioBytes
+
+	var held *heldUpload
+	defer func() { _ = held.Close() }() // every path: a refusal, a departed caller, a panic, a shutdown
+	form, ok := s.openForm(c, g, &held)
+	if !ok {
+		return
+	}
+	if !form.Held() {
+		// The file is still unread: a refusal before the attempt closes the connection (see
+		// openForm); relayForm hands the decision to uploadWriter.
+		c.Header("Connection", "close")
+	}
+	req, err := request.FormRequest(ep, form.Model(), form.Stream())
+	if err != nil {
+		abort(c, requestError(err))
+		return
+	}
+	g, tier, target, ok := s.resolveAdmit(c, g, &at, req)
+	if !ok {
+		return
+	}
+	s.relayForm(c, g, &at, ep, form, tier, target, l)
 }
 
 // openForm bounds the body by limits.max_audio_bytes (an announced length over it is refused before a
@@ -122,13 +130,14 @@ func (e *endReader) Read(p []byte) (int, error) {
 // ends, is relayed as it is.
 //
 // A connection whose request body was not read to its end is closed after the response (uploadWriter
-// and joinEncoder mark it), never reused: net/http would otherwise first read up to 256 KiB more of
+// and joinEncoder mark it; linger.go reads the rest of the body first, so the answer survives the
+// close), never reused: net/http would otherwise first read up to 256 KiB more of
 // an upload nobody wants, holding the answer back from a caller that waits for it before sending
 // more; and a read cut by joinEncoder may be the one that reached the body's end, which starts
 // net/http's background read for the next request, which then fails on the expired deadline and
 // cancels the connection's context, so every later request on it would begin already canceled.
 func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, ep request.Endpoint, form *audioform.Form,
-	tier config.Tier, target routing.Target) {
+	tier config.Tier, target routing.Target, l *linger) {
 	c.Writer.Header().Del("Connection") // uploadWriter and joinEncoder decide from here
 	pr, pw := io.Pipe()
 	enc := &encoder{done: make(chan error, 1)}
@@ -146,6 +155,15 @@ func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, e
 	}
 	s.propagate(c, &up)
 	res := g.relay.Do(c.Request.Context(), uploadWriter{c.Writer, &enc.consumed}, up)
+	if c.Writer.Written() && !enc.finished.Load() && !form.Held() {
+		// Answered while the caller is still sending: the encoder is joined in l.finish, after the
+		// lease is released, under the linger bound instead of a cut (see linger).
+		l.enc = enc
+		at.Relayed(res.Outcome, res.Status, res.FirstByte)
+		at.Used(res.Usage)
+		c.Abort()
+		return
+	}
 	encErr := s.joinEncoder(c, enc)
 	if errors.Is(res.Err, relay.ErrRequestBody) {
 		e := s.formRefused(c, encErr)

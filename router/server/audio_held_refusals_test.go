@@ -177,6 +177,11 @@ func TestHeldRefusalClosesConnection(t *testing.T) {
 	defer resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.True(t, resp.Close, "the connection is closed after the answer")
+	_, err = io.ReadAll(resp.Body) // the answer states its length: it ends before the connection does
+	require.NoError(t, err)
+	// Such a caller now stops: the router, reading on what is left of the upload (linger.go), meets the
+	// end of the connection and lets it go at once.
+	require.NoError(t, conn.Close())
 	rig.r.wait(t, 1)
 	assertHeldGiven(t, rig.r.srv)
 }

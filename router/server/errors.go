@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
@@ -60,5 +61,13 @@ func abortWith(c *gin.Context, e apiError, active *int64) {
 		c.Header("WWW-Authenticate", `Bearer realm="anvil"`)
 	}
 	refusedSpan(c, e.code)
-	c.AbortWithStatusJSON(e.status, errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code, Active: active}})
+	body, err := json.Marshal(errorBody{errorDetail{Message: e.message, Type: e.kind, Code: e.code, Active: active}})
+	if err != nil { // strings and an integer: cannot happen
+		panic(err)
+	}
+	// A stated length ends the answer where it ends, even when the connection lingers on an upload
+	// after it (linger.go): a caller that stops sending at the answer need not wait for the close.
+	c.Header("Content-Length", strconv.Itoa(len(body)))
+	c.Data(e.status, "application/json; charset=utf-8", body)
+	c.Abort()
 }
