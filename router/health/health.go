@@ -221,6 +221,12 @@ func (t *Tracker) Observe(tierID, memberID string, r Result, now time.Time) (Eve
 		m.streak = 0
 	case r == Failure && m.state == HalfOpen:
 		ev.Streak = m.streak
+		if tr.ejected() >= tr.cap() {
+			// Peers were ejected while this member was on trial: the cap binds a re-ejection too. The
+			// member stays half-open (one trial lease at a time) and the hold is reported.
+			ev.Kind, ev.Reason, ev.Ejections = EventHeld, ReasonCap, m.total
+			return ev, true, nil
+		}
 		tr.eject(m, now, &ev, ReasonTrialFailed)
 		return ev, true, nil
 	case r == Failure && m.state == Healthy:

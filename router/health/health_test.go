@@ -183,6 +183,27 @@ func TestCapKeepsTheTierServing(t *testing.T) {
 	}
 }
 
+// TestCapHoldsAFailedTrial: a peer ejected while a member is on trial fills the cap; the trial's
+// failure then holds the member half-open instead of ejecting it past the cap (found by TestProperties:
+// 2 ejected of 4 members with a cap of 1).
+func TestCapHoldsAFailedTrial(t *testing.T) {
+	p := policy()
+	p.ConsecutiveFailures, p.MaxEjectedPercent = 1, 25 // 4 members: a cap of 1
+	tr := tracker(t, p, "m0", "m1", "m2", "m3")
+	ev, _ := observe(t, tr, "m1", Failure, at(0))
+	require.Equal(t, EventEjected, ev.Kind)
+	ev, _ = observe(t, tr, "m0", Failure, at(p.BaseEjection)) // m1's ejection has ended: m1 is half-open
+	require.Equal(t, EventEjected, ev.Kind)
+	ev, ok := observe(t, tr, "m1", Failure, at(p.BaseEjection))
+	require.True(t, ok)
+	assert.Equal(t, EventHeld, ev.Kind)
+	assert.Equal(t, ReasonCap, ev.Reason)
+	assert.Equal(t, HalfOpen, state(t, tr, "m1", at(p.BaseEjection)).State)
+	_, trial, ejected := tr.Apply("pool", at(p.BaseEjection), map[string]bool{"m0": true, "m1": true, "m2": true, "m3": true})
+	assert.Equal(t, 1, ejected)
+	assert.True(t, trial["m1"], "still on trial, one lease at a time")
+}
+
 func TestValidation(t *testing.T) {
 	good := DefaultPolicy()
 	bad := []func(*Policy){
