@@ -28,7 +28,7 @@ import (
 var errAudioTooLarge = apiError{http.StatusRequestEntityTooLarge, "audio upload is larger than the router accepts", "invalid_request_error", "request_too_large"}
 
 // audioForm returns the handler of a multipart audio route. Like proxy, the walk is routing's
-// Attempt and Finish runs in the one defer.
+// Attempt, and Finish runs in audioAttempt's one defer; what is left of the body is read after it.
 func (s *Server) audioForm(ep request.Endpoint) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		var l linger
@@ -159,13 +159,7 @@ func (s *Server) relayForm(c *gin.Context, g *generation, at *routing.Attempt, e
 		// Answered while the caller is still sending: the encoder is joined in l.finish, after the
 		// lease is released, under the linger bound instead of a cut (see linger).
 		l.enc = enc
-		at.Relayed(res.Outcome, res.Status, res.FirstByte)
-		at.Used(res.Usage)
-		c.Abort()
-		return
-	}
-	encErr := s.joinEncoder(c, enc)
-	if errors.Is(res.Err, relay.ErrRequestBody) {
+	} else if encErr := s.joinEncoder(c, enc); errors.Is(res.Err, relay.ErrRequestBody) {
 		e := s.formRefused(c, encErr)
 		abort(c, e)
 		at.Relayed(res.Outcome, e.status, res.FirstByte)

@@ -46,8 +46,7 @@ func (l *linger) finish(c *gin.Context) {
 }
 
 // closesUnread reports whether the answer is written and its connection marked to close: the mark
-// this file's callers (and net/http, for a body over its bound) set when the body was not read to
-// its end.
+// the audio handlers (openForm, uploadWriter, joinEncoder) set when the body was not read to its end.
 func closesUnread(c *gin.Context) bool {
 	return c.Writer.Written() && c.Writer.Header().Get("Connection") == "close"
 }
